@@ -1,0 +1,140 @@
+"""Turning input into a memory that may be written: normalise, validate, make safe.
+
+Every write path (store, store_many, update, import) builds its memory here, so the rules
+hold everywhere: ``<private>`` spans stripped, secrets refused, relative dates made absolute,
+the type resolved through the store's taxonomy (unknown -> error listing valid types),
+relevance given as a number or a word and kept in [0, 1], meta keys that would shadow a known
+field refused.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from datetime import date, datetime
+from typing import Any
+
+from memdir.dates import absolutize_dates
+from memdir.errors import InvalidMemoryError
+from memdir.markdown import parse_relevance
+from memdir.model import KNOWN_KEYS, SOURCES, Memory, Scope
+from memdir.safety import check_secrets, strip_private
+from memdir.taxonomy import Taxonomy
+
+__all__ = ["MANUAL_RELEVANCE", "clean_text", "draft", "relevance_of", "tag_list"]
+
+MANUAL_RELEVANCE = 0.9  # seed 000: manually stored memories default to 0.9
+MAX_NAME = 80
+MAX_DESCRIPTION = 200
+
+
+def clean_text(value: str, anchor: date) -> str:
+    return absolutize_dates(strip_private(value), anchor).strip()
+
+
+def _first_line(text: str, limit: int) -> str:
+    line = next((ln.strip(" #*-") for ln in text.splitlines() if ln.strip(" #*-")), text)
+    line = " ".join(line.split())
+    if len(line) <= limit:
+        return line
+    cut = line[:limit].rsplit(" ", 1)[0]
+    return (cut or line[:limit]).rstrip(" ,.;:") + "…"
+
+
+def tag_list(values: Iterable[str] | str | None, what: str = "tags") -> tuple[str, ...]:
+    if values is None:
+        return ()
+    if isinstance(values, str):
+        values = values.split(",")
+    out: list[str] = []
+    for value in values:
+        if not isinstance(value, str):
+            raise InvalidMemoryError(f"{what} must be strings, not {value!r}")
+        item = " ".join(strip_private(value).split())
+        if item and item not in out:
+            out.append(item)
+    return tuple(out)
+
+
+def relevance_of(value: float | str | None, taxonomy: Taxonomy, type_name: str,
+                 default: float = MANUAL_RELEVANCE) -> float:
+    if value is None:
+        spec = taxonomy.spec(type_name)
+        return spec.relevance if spec.relevance is not None else default
+    try:
+        return parse_relevance(value)
+    except ValueError as exc:
+        raise InvalidMemoryError(
+            str(exc), "give a number from 0.0 to 1.0 or critical/high/medium/normal/low"
+        ) from None
+
+
+def _meta(meta: Mapping[str, Any] | None) -> dict[str, Any]:
+    if not meta:
+        return {}
+    out: dict[str, Any] = {}
+    for key, value in meta.items():
+        if not isinstance(key, str) or not key.strip():
+            raise InvalidMemoryError(f"meta keys must be non-empty strings, not {key!r}")
+        if key in KNOWN_KEYS:
+            raise InvalidMemoryError(
+                f"meta key {key!r} is a memory field",
+                f"pass {key} as its own argument, not inside meta",
+            )
+        try:
+            json.dumps(value, default=_no_default)
+        except TypeError:
+            raise InvalidMemoryError(
+                f"meta value for {key!r} is not plain data: {value!r}",
+                "use strings, numbers, booleans, lists and mappings",
+            ) from None
+        out[key] = value
+    return out
+
+
+def _no_default(value: object) -> object:
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    raise TypeError
+
+
+def _strings(meta: Mapping[str, Any]) -> Iterable[str]:
+    for value in meta.values():
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, list | tuple):
+            yield from (v for v in value if isinstance(v, str))
+        elif isinstance(value, Mapping):
+            yield from _strings(value)
+
+
+def draft(content: str, *, type: str, scope: Scope, taxonomy: Taxonomy, now: datetime,
+          anchor: date, name: str | None = None, description: str | None = None,
+          tags: Iterable[str] | str | None = (), paths: Iterable[str] | str | None = (),
+          relevance: float | str | None = None, meta: Mapping[str, Any] | None = None,
+          source: str = "manual") -> Memory:
+    """A new, validated memory (no id or path yet: the store assigns them)."""
+    if not isinstance(content, str):
+        raise InvalidMemoryError(f"content must be text, not {content.__class__.__name__}")
+    canonical = taxonomy.resolve(type)
+    if source not in SOURCES:
+        raise InvalidMemoryError(f"unknown source {source!r}", f"use one of: {', '.join(SOURCES)}")
+    body = clean_text(content, anchor)
+    if not body:
+        raise InvalidMemoryError(
+            "the memory is empty (after removing <private> parts)",
+            "give the text to remember, e.g. memdir store --type fact \"Prod runs Ubuntu 24.04\"",
+        )
+    title = clean_text(name, anchor) if name else ""
+    title = " ".join(title.split()) or _first_line(body, MAX_NAME)
+    desc = clean_text(description, anchor) if description else ""
+    desc = " ".join(desc.split()) or _first_line(body, MAX_DESCRIPTION)
+    memory = Memory(
+        id="", name=title, description=desc, type=canonical, body=body, scope=scope,
+        relevance=relevance_of(relevance, taxonomy, canonical),
+        tags=tag_list(tags), paths=tag_list(paths, "paths"), source=source,
+        created=now, updated=now, meta=_meta(meta),
+    )
+    check_secrets([memory.body, memory.name, memory.description, *memory.tags,
+                   *memory.paths, *_strings(memory.meta)])
+    return memory

@@ -1,0 +1,122 @@
+"""The one exception hierarchy of memdir.
+
+Every error memdir raises on purpose is a :class:`MemdirError`. Each carries a ``hint``: one
+sentence telling the user how to fix the problem. Adapters (CLI, hooks, HTTP, MCP) show the
+message and the hint and never need to know the subclass to be helpful; they use ``code`` for
+machine-readable error shapes and ``exit_code`` for process exit status.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "DuplicateNameError",
+    "IndexCorruptError",
+    "InvalidMemoryError",
+    "MemdirError",
+    "MemoryFileError",
+    "MemoryNotFoundError",
+    "PathTraversalError",
+    "SecretDetectedError",
+    "UnknownTypeError",
+]
+
+
+class MemdirError(Exception):
+    """Base class: a message saying what went wrong and a hint saying how to fix it."""
+
+    code = "memdir_error"
+    exit_code = 1
+    default_hint = "Run `memdir doctor` to check the memory directories and the index."
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint if hint is not None else self.default_hint
+
+    def __str__(self) -> str:
+        return f"{self.message}\nhint: {self.hint}"
+
+
+class InvalidMemoryError(MemdirError):
+    """A value given for a memory (content, relevance, name, tags...) is not acceptable."""
+
+    code = "invalid_memory"
+    exit_code = 2
+    default_hint = "Check the value and try again; `memdir store --help` lists the fields."
+
+
+class UnknownTypeError(InvalidMemoryError):
+    """A type that the store's taxonomy does not contain."""
+
+    code = "unknown_type"
+
+    def __init__(self, given: str, preset: str, valid: list[str]) -> None:
+        super().__init__(
+            f"unknown memory type {given!r} for taxonomy {preset!r}",
+            f"use one of: {', '.join(valid)}",
+        )
+        self.given = given
+        self.valid = valid
+
+
+class SecretDetectedError(InvalidMemoryError):
+    """Content that looks like a credential; memdir never stores secrets."""
+
+    code = "secret_detected"
+
+    def __init__(self, what: list[str]) -> None:
+        super().__init__(
+            f"refusing to store a memory containing a secret: {', '.join(what)}",
+            "remove the secret (or wrap it in <private>…</private> to have it stripped) and "
+            "store the memory again; keep credentials in a secret manager, not in memory",
+        )
+        self.what = what
+
+
+class MemoryNotFoundError(MemdirError):
+    code = "not_found"
+    exit_code = 3
+    default_hint = "Use `memdir list` or `memdir search` to find the memory's id."
+
+
+class DuplicateNameError(MemdirError):
+    code = "duplicate"
+    exit_code = 2
+    default_hint = "Choose another name."
+
+
+class PathTraversalError(MemdirError):
+    """A path built from input would escape its memory directory. Fail closed, write nothing."""
+
+    code = "path_traversal"
+    exit_code = 2
+    default_hint = (
+        "Use a plain relative file name inside the memory directory: no '..', no absolute "
+        "path, no backslash, no encoded or look-alike characters, no symlink leading outside."
+    )
+
+
+class MemoryFileError(MemdirError):
+    """A memory file that cannot be parsed. It is reported and skipped, never modified."""
+
+    code = "bad_memory_file"
+    exit_code = 2
+    default_hint = (
+        "Fix the YAML frontmatter between the two '---' lines (or delete the file); "
+        "`memdir doctor` lists every broken file."
+    )
+
+
+class ConfigError(MemdirError):
+    code = "bad_config"
+    exit_code = 2
+    default_hint = "Fix the setting in config.toml; `memdir doctor` shows which files are read."
+
+
+class IndexCorruptError(MemdirError):
+    code = "index_corrupt"
+    default_hint = (
+        "The index is derived data: delete index.sqlite (usage counters are lost) or run "
+        "`memdir reindex` to rebuild it from the memory files."
+    )

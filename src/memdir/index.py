@@ -1,0 +1,258 @@
+"""The SQLite index: connection settings, schema migrations, rows <-> memories, usage counters.
+
+Invariants:
+- One function (:func:`connect`) configures every connection: WAL, ``busy_timeout``,
+  ``synchronous=NORMAL``, foreign keys. Writes go through :meth:`Index.write`, which opens
+  ``BEGIN IMMEDIATE`` so concurrent writers queue instead of failing mid-transaction.
+- Schema changes are named, ordered migrations recorded in ``schema_migrations``.
+- The ``memories`` table and its FTS5 mirror are derived from the files and can be rebuilt at
+  any time. The ``usage`` table is not derived: it is keyed by (directory, memory id) so it
+  survives a rebuild, a rename and a reclassify.
+- Updating usage never fails a read: it uses a short lock wait and logs instead of raising.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from memdir.errors import IndexCorruptError
+from memdir.model import Memory, Scope, format_time, now, parse_time
+
+__all__ = ["BM25_WEIGHTS", "MEMORY_COLUMNS", "Index", "connect"]
+
+log = logging.getLogger("memdir")
+
+BUSY_TIMEOUT_MS = 10_000
+USAGE_TIMEOUT_MS = 100
+# name, description, body, tags, paths: description and name weigh most (DESIGN §4).
+BM25_WEIGHTS = (6.0, 8.0, 1.0, 4.0, 2.0)
+
+MEMORY_COLUMNS = (
+    "dir", "file", "scope", "id", "name", "description", "type", "body", "relevance", "tags",
+    "paths", "source", "created", "updated", "reinforced", "status", "superseded_by", "meta",
+    "norm_hash", "mtime_ns", "size",
+)
+
+_MIGRATIONS: tuple[tuple[str, str], ...] = (
+    (
+        "create memories, usage, broken and the FTS5 mirror",
+        """
+        CREATE TABLE memories (
+            rowid INTEGER PRIMARY KEY,
+            dir TEXT NOT NULL, file TEXT NOT NULL, scope TEXT NOT NULL,
+            id TEXT NOT NULL, name TEXT NOT NULL, description TEXT NOT NULL,
+            type TEXT NOT NULL, body TEXT NOT NULL, relevance REAL NOT NULL,
+            tags TEXT NOT NULL, paths TEXT NOT NULL, source TEXT NOT NULL,
+            created TEXT NOT NULL, updated TEXT NOT NULL, reinforced INTEGER NOT NULL,
+            status TEXT NOT NULL, superseded_by TEXT, meta TEXT NOT NULL,
+            norm_hash TEXT NOT NULL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
+            UNIQUE (dir, file)
+        );
+        CREATE INDEX memories_id ON memories (id);
+        CREATE INDEX memories_hash ON memories (dir, norm_hash);
+        CREATE INDEX memories_listing ON memories (dir, status, relevance DESC);
+        CREATE TABLE usage (
+            dir TEXT NOT NULL, id TEXT NOT NULL,
+            access_count INTEGER NOT NULL DEFAULT 0, last_accessed TEXT,
+            PRIMARY KEY (dir, id)
+        ) WITHOUT ROWID;
+        CREATE TABLE broken (
+            dir TEXT NOT NULL, file TEXT NOT NULL, error TEXT NOT NULL, hint TEXT NOT NULL,
+            mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL, PRIMARY KEY (dir, file)
+        ) WITHOUT ROWID;
+        CREATE VIRTUAL TABLE memories_fts USING fts5(
+            name, description, body, tags, paths,
+            content='memories', content_rowid='rowid',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+            INSERT INTO memories_fts (rowid, name, description, body, tags, paths)
+            VALUES (new.rowid, new.name, new.description, new.body, new.tags, new.paths);
+        END;
+        CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+            INSERT INTO memories_fts (memories_fts, rowid, name, description, body, tags, paths)
+            VALUES ('delete', old.rowid, old.name, old.description, old.body, old.tags,
+                    old.paths);
+        END;
+        CREATE TRIGGER memories_au AFTER UPDATE OF name, description, body, tags, paths
+        ON memories BEGIN
+            INSERT INTO memories_fts (memories_fts, rowid, name, description, body, tags, paths)
+            VALUES ('delete', old.rowid, old.name, old.description, old.body, old.tags,
+                    old.paths);
+            INSERT INTO memories_fts (rowid, name, description, body, tags, paths)
+            VALUES (new.rowid, new.name, new.description, new.body, new.tags, new.paths);
+        END;
+        """,
+    ),
+)
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open the index with memdir's settings. The only place a connection is configured."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                           check_same_thread=False)
+    conn.row_factory = sqlite3.Row
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise IndexCorruptError(f"cannot open the index {path}: {exc}") from None
+    return conn
+
+
+def _statements(sql: str) -> Iterator[str]:
+    """Split a script into complete statements (trigger bodies contain ';' themselves)."""
+    buffer = ""
+    for line in sql.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            yield buffer.strip()
+            buffer = ""
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations "
+        "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied TEXT NOT NULL)"
+    )
+    done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
+    if len(done) == len(_MIGRATIONS):
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
+        for version, (name, sql) in enumerate(_MIGRATIONS, start=1):
+            if version in done:
+                continue
+            for statement in _statements(sql):
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO schema_migrations VALUES (?, ?, ?)",
+                (version, name, format_time(now())),
+            )
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def memory_to_row(memory: Memory, directory: str, norm_hash: str, mtime_ns: int,
+                  size: int) -> tuple[Any, ...]:
+    return (
+        directory, memory.file, memory.scope, memory.id, memory.name, memory.description,
+        memory.type, memory.body, memory.relevance, json.dumps(list(memory.tags)),
+        json.dumps(list(memory.paths)), memory.source, format_time(memory.created),
+        format_time(memory.updated), memory.reinforced, memory.status, memory.superseded_by,
+        json.dumps(dict(memory.meta), default=str), norm_hash, mtime_ns, size,
+    )
+
+
+def row_to_memory(row: sqlite3.Row) -> Memory:
+    keys = row.keys()
+    last = row["last_accessed"] if "last_accessed" in keys else None
+    return Memory(
+        id=row["id"], name=row["name"], description=row["description"], type=row["type"],
+        body=row["body"], scope=_scope(row["scope"]), relevance=row["relevance"],
+        tags=tuple(json.loads(row["tags"])), paths=tuple(json.loads(row["paths"])),
+        source=row["source"], created=parse_time(row["created"]) or now(),
+        updated=parse_time(row["updated"]) or now(), reinforced=row["reinforced"],
+        status=row["status"], superseded_by=row["superseded_by"],
+        meta=json.loads(row["meta"]), path=Path(row["dir"]) / row["file"],
+        access_count=(row["access_count"] or 0) if "access_count" in keys else 0,
+        last_accessed=parse_time(last) if last else None,
+    )
+
+
+def _scope(value: str) -> Scope:
+    if value == "user":
+        return "user"
+    if value == "team":
+        return "team"
+    return "project"
+
+
+class Index:
+    """The index database of one home. Cheap to create; connects on first use."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._conn: sqlite3.Connection | None = None
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            conn = connect(self.path)
+            try:
+                _migrate(conn)
+            except sqlite3.DatabaseError as exc:
+                conn.close()
+                raise IndexCorruptError(f"the index {self.path} is unreadable: {exc}") from None
+            self._conn = conn
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction: BEGIN IMMEDIATE ... COMMIT, rolled back on any error."""
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def upsert(self, conn: sqlite3.Connection, row: Sequence[Any]) -> None:
+        conn.execute(
+            f"INSERT INTO memories ({', '.join(MEMORY_COLUMNS)}) "
+            f"VALUES ({', '.join('?' * len(MEMORY_COLUMNS))}) "
+            "ON CONFLICT (dir, file) DO UPDATE SET "
+            + ", ".join(f"{c} = excluded.{c}" for c in MEMORY_COLUMNS[2:]),
+            tuple(row),
+        )
+
+    def select(self, where: str = "1", params: Sequence[Any] = (), tail: str = "") -> list[Memory]:
+        rows = self.conn.execute(
+            "SELECT m.*, u.access_count, u.last_accessed FROM memories m "
+            "LEFT JOIN usage u ON u.dir = m.dir AND u.id = m.id "
+            f"WHERE {where} {tail}",
+            tuple(params),
+        ).fetchall()
+        return [row_to_memory(r) for r in rows]
+
+    def touch(self, memories: Iterable[Memory]) -> None:
+        """Count a retrieval of each memory. Never raises: usage must not fail a read."""
+        items = [(str(m.path.parent), m.id) for m in memories if m.path is not None]
+        if not items:
+            return
+        stamp = format_time(now())
+        conn = self.conn
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {USAGE_TIMEOUT_MS}")
+            with self.write() as tx:
+                tx.executemany(
+                    "INSERT INTO usage (dir, id, access_count, last_accessed) VALUES (?, ?, 1, ?) "
+                    "ON CONFLICT (dir, id) DO UPDATE SET access_count = access_count + 1, "
+                    "last_accessed = excluded.last_accessed",
+                    [(d, i, stamp) for d, i in items],
+                )
+        except sqlite3.Error as exc:
+            log.warning("memdir: usage counters not updated (%s); the read itself succeeded", exc)
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")

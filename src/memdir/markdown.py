@@ -1,0 +1,197 @@
+"""The memory file format: YAML frontmatter between '---' lines, then the Markdown body.
+
+Invariants:
+- ``parse(render(m))`` equals ``m`` for every memory whose body is already stripped
+  (checked by a hypothesis round-trip test).
+- Unknown frontmatter keys are kept in ``Memory.meta`` and written back unchanged.
+- Parsing never modifies the file; a file that cannot be parsed raises
+  :class:`MemoryFileError` with the reason, and callers report and skip it.
+- Rendering is a small hand-written emitter for the known keys (fast: bulk imports write
+  thousands of files a second); values that are not plainly safe YAML are written as JSON
+  strings, which YAML reads back exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+import yaml
+
+from memdir.errors import MemoryFileError
+from memdir.model import KNOWN_KEYS, RELEVANCE_WORDS, Memory, Scope, format_time, parse_time
+
+__all__ = ["parse", "parse_relevance", "render", "split_frontmatter"]
+
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+_PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9 _.,/()'+-]*\Z")
+_YAML_WORDS = frozenset(
+    "y yes n no true false on off null none ~".split()
+)
+
+
+def split_frontmatter(text: str) -> tuple[str, str]:
+    """Split a file into (frontmatter text, body). Raises MemoryFileError without one."""
+    text = text.replace("\r\n", "\n")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if not text.startswith("---\n"):
+        raise MemoryFileError("no frontmatter: the file must start with a '---' line")
+    end = text.find("\n---\n", 3)
+    if end == -1:
+        if text.endswith("\n---"):
+            end = len(text) - 4
+        else:
+            raise MemoryFileError("unterminated frontmatter: no closing '---' line")
+    return text[4 : end + 1], text[end + 5 :]
+
+
+def parse_relevance(value: object) -> float:
+    """A relevance from a number or a word (critical/high/medium/normal/low)."""
+    if isinstance(value, bool):
+        raise ValueError("relevance must be a number from 0.0 to 1.0 or a word")
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in RELEVANCE_WORDS:
+            return RELEVANCE_WORDS[word]
+        try:
+            value = float(word)
+        except ValueError:
+            raise ValueError(
+                f"relevance {value!r} is not a number from 0.0 to 1.0 nor one of "
+                f"{', '.join(RELEVANCE_WORDS)}"
+            ) from None
+    if not isinstance(value, int | float) or math.isnan(value) or not 0.0 <= value <= 1.0:
+        raise ValueError(f"relevance {value!r} must be between 0.0 and 1.0")
+    return float(value)
+
+
+def _str_list(value: object, key: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return tuple(p.strip() for p in value.split(",") if p.strip())
+    if isinstance(value, list | tuple):
+        return tuple(str(v) for v in value if v is not None and str(v) != "")
+    raise MemoryFileError(f"{key!r} must be a list of strings, not {type(value).__name__}")
+
+
+def parse(text: str, *, stem: str, scope: Scope = "project") -> Memory:
+    """Parse a memory file. ``stem`` (the file name without .md) is the id when none is set."""
+    front, body = split_frontmatter(text)
+    try:
+        data = yaml.load(front, Loader=_Loader) if front.strip() else {}
+    except yaml.YAMLError as exc:
+        raise MemoryFileError(f"invalid YAML in frontmatter: {exc}".replace("\n", " ")) from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise MemoryFileError("frontmatter must be a mapping of 'key: value' lines")
+    mtype = data.get("type")
+    if not isinstance(mtype, str) or not mtype.strip():
+        raise MemoryFileError("frontmatter has no 'type'", "add a 'type:' line, e.g. 'type: fact'")
+    body = body.strip()
+    name = data.get("name")
+    name = str(name).strip() if name is not None and str(name).strip() else stem
+    desc = data.get("description")
+    if desc is None or not str(desc).strip():
+        desc = body.split("\n", 1)[0][:150] if body else name
+    try:
+        relevance = parse_relevance(data["relevance"]) if "relevance" in data else 0.9
+    except ValueError as exc:
+        raise MemoryFileError(str(exc)) from None
+    created = parse_time(data.get("created"))
+    updated = parse_time(data.get("updated"))
+    if "created" in data and created is None:
+        raise MemoryFileError(f"'created' is not a date/time: {data['created']!r}")
+    reinforced = data.get("reinforced", 0)
+    if not isinstance(reinforced, int) or isinstance(reinforced, bool) or reinforced < 0:
+        raise MemoryFileError(f"'reinforced' must be a whole number >= 0, not {reinforced!r}")
+    status = str(data.get("status") or "active")
+    if status not in ("active", "archived"):
+        raise MemoryFileError(f"'status' must be active or archived, not {status!r}")
+    mid = data.get("id")
+    superseded = data.get("superseded_by")
+    meta = {k: v for k, v in data.items() if k not in KNOWN_KEYS}
+    fields: dict[str, Any] = {
+        "id": str(mid) if mid not in (None, "") else stem,
+        "name": name,
+        "description": str(desc).strip(),
+        "type": mtype.strip().lower(),
+        "body": body,
+        "scope": scope,
+        "relevance": relevance,
+        "tags": _str_list(data.get("tags"), "tags"),
+        "paths": _str_list(data.get("paths"), "paths"),
+        "source": str(data.get("source") or "manual"),
+        "reinforced": reinforced,
+        "status": status,
+        "superseded_by": str(superseded) if superseded else None,
+        "meta": meta,
+    }
+    if created is not None:
+        fields["created"] = created
+    if updated is not None:
+        fields["updated"] = updated
+    elif created is not None:
+        fields["updated"] = created
+    return Memory(**fields)
+
+
+def _scalar(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, datetime):
+        return format_time(value)
+    text = str(value)
+    if _PLAIN.match(text) and text.lower() not in _YAML_WORDS and not text.endswith(" "):
+        return text
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _flow(values: tuple[str, ...]) -> str:
+    return "[" + ", ".join(_scalar(v) for v in values) + "]"
+
+
+def render(memory: Memory) -> str:
+    """The file text for a memory: known keys in a fixed order, unknown keys after them."""
+    lines = [
+        "---",
+        f"id: {_scalar(memory.id)}",
+        f"name: {_scalar(memory.name)}",
+        f"description: {_scalar(memory.description)}",
+        f"type: {_scalar(memory.type)}",
+        f"scope: {memory.scope}",
+        f"relevance: {float(memory.relevance)!r}",
+        f"tags: {_flow(memory.tags)}",
+    ]
+    if memory.paths:
+        lines.append(f"paths: {_flow(memory.paths)}")
+    lines += [
+        f"source: {_scalar(memory.source)}",
+        f"created: {format_time(memory.created)}",
+        f"updated: {format_time(memory.updated)}",
+        f"reinforced: {memory.reinforced}",
+        f"status: {memory.status}",
+    ]
+    if memory.superseded_by:
+        lines.append(f"superseded_by: {_scalar(memory.superseded_by)}")
+    if memory.meta:
+        lines.append(_render_meta(memory.meta).rstrip("\n"))
+    lines.append("---")
+    return "\n".join(lines) + "\n" + memory.body + "\n"
+
+
+def _render_meta(meta: Mapping[str, Any]) -> str:
+    out: str = yaml.dump(
+        dict(meta), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=10_000
+    )
+    return out

@@ -1,0 +1,360 @@
+"""The Memdir facade: the one object every adapter (CLI, hooks, MCP, HTTP) calls.
+
+It resolves the memory directories in play (user, project, team) for a home and a project
+path, keeps the index in step with the files (reconcile before reads: at every call of a new
+instance, then at most once per ``sync_interval`` seconds of a long-lived one), and routes
+every write through :mod:`memdir.store`. It holds no state that the files and the index do
+not, so any number of processes may use the same home at once.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memdir import store as st
+from memdir.config import load_config, resolve_home, save_adopted
+from memdir.draft import clean_text, draft, relevance_of, tag_list
+from memdir.errors import InvalidMemoryError, MemoryNotFoundError, PathTraversalError
+from memdir.files import read_index
+from memdir.index import Index
+from memdir.model import SCOPES, Hit, Memory, Problem, Scope, Stats, now
+from memdir.paths import claude_code_memory_dir, find_git_roots, project_key, safe_join
+from memdir.search import glob_matches, run_search
+from memdir.taxonomy import get_taxonomy
+
+if TYPE_CHECKING:
+    from memdir.transfer import ImportReport
+
+__all__ = ["Memdir"]
+
+Progress = Callable[[int, int], None]
+
+
+class Memdir:
+    """Memory for one project, as seen from ``project`` (default: the working directory)."""
+
+    def __init__(self, home: str | Path | None = None, project: str | Path | None = None, *,
+                 clock: Callable[[], datetime] | None = None, sync_interval: float = 1.0) -> None:
+        self.home = resolve_home(home)
+        self.project_path = Path(project).resolve() if project else Path.cwd().resolve()
+        self.roots = find_git_roots(self.project_path)
+        self.config = load_config(self.home, self.roots.worktree)
+        self.index = Index(self.home / "index.sqlite")
+        self._clock = clock or now
+        self._sync_interval = sync_interval
+        self._last_sync = -math.inf
+        settings = self.config.projects.get(str(self.roots.canonical))
+        project_dir = (settings.memory_dir if settings and settings.memory_dir
+                       else self.home / "projects" / project_key(self.roots.canonical))
+        self._paths: dict[Scope, Path] = {
+            "user": self.home / "user",
+            "project": project_dir,
+            "team": self.roots.worktree / ".memdir" / "team",
+        }
+
+    # -- directories -------------------------------------------------------------------------
+
+    def directory(self, scope: Scope) -> st.MemoryDir:
+        """The memory directory of a scope. The team directory is vetted: it must not leave
+        the repository through a symlink (PathTraversalError)."""
+        if scope not in SCOPES:
+            raise InvalidMemoryError(f"unknown scope {scope!r}", "use user, project or team")
+        path = self._paths[scope]
+        if scope == "team":
+            path = safe_join(self.roots.worktree, ".memdir/team")
+        tax = get_taxonomy(self.config.taxonomy_for(scope, self.roots.canonical))
+        return st.MemoryDir(scope, path, tax)
+
+    def _dirs(self, scopes: Iterable[Scope] | None = None) -> list[st.MemoryDir]:
+        out = []
+        for scope in scopes or SCOPES:
+            if scope == "team" and not self._paths["team"].exists():
+                continue
+            try:
+                out.append(self.directory(scope))
+            except PathTraversalError:
+                continue  # reported by doctor(); never read or written
+        return out
+
+    def _sync(self) -> None:
+        if time.monotonic() - self._last_sync >= self._sync_interval:
+            self.reconcile()
+
+    def reconcile(self) -> bool:
+        """Pick up files added, edited, renamed or deleted outside memdir. True if any."""
+        changed = st.reconcile(self.index, self._dirs())
+        self._last_sync = time.monotonic()
+        return changed
+
+    def close(self) -> None:
+        self.index.close()
+
+    def __enter__(self) -> Memdir:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def _draft(self, content: str, scope: Scope, **kw: Any) -> Memory:
+        mdir = self.directory(scope)
+        stamp = self._clock()
+        return draft(content, scope=scope, taxonomy=mdir.taxonomy, now=stamp,
+                     anchor=stamp.astimezone().date(), **kw)
+
+    def store(self, content: str, *, type: str, scope: Scope = "project",
+              name: str | None = None, description: str | None = None,
+              tags: Iterable[str] = (), paths: Iterable[str] = (),
+              relevance: float | str | None = None, meta: Mapping[str, Any] | None = None,
+              source: str = "manual") -> Memory:
+        """Store one memory. An exact duplicate reinforces the existing memory instead."""
+        memory = self._draft(content, scope, type=type, name=name, description=description,
+                             tags=tags, paths=paths, relevance=relevance, meta=meta,
+                             source=source)
+        self._sync()
+        return st.write_new(self.index, self.directory(scope), [memory])[0]
+
+    def store_many(self, items: Iterable[Mapping[str, Any]]) -> list[Memory]:
+        """Store many memories in one transaction per scope; all are validated first."""
+        drafts: dict[Scope, list[tuple[int, Memory]]] = {}
+        count = 0
+        for n, item in enumerate(items):
+            fields = dict(item)
+            if "content" not in fields or "type" not in fields:
+                raise InvalidMemoryError(f"item {n} needs 'content' and 'type'",
+                                         "give each item at least content and type")
+            scope = fields.pop("scope", "project")
+            content = fields.pop("content")
+            try:
+                memory = self._draft(content, scope, **fields)
+            except TypeError as exc:
+                raise InvalidMemoryError(f"item {n}: {exc}", "use store()'s arguments") from None
+            drafts.setdefault(scope, []).append((n, memory))
+            count += 1
+        self._sync()
+        out: list[Memory | None] = [None] * count
+        for scope, pairs in drafts.items():
+            stored = st.write_new(self.index, self.directory(scope), [m for _, m in pairs])
+            for (n, _), memory in zip(pairs, stored, strict=True):
+                out[n] = memory
+        return [m for m in out if m is not None]
+
+    def _find(self, ref: str, scopes: Iterable[Scope] | None = None) -> Memory:
+        if not isinstance(ref, str) or not ref.strip():
+            raise MemoryNotFoundError("no memory id or file name given")
+        self._sync()
+        dirs = self._dirs(scopes)
+        if ref.endswith(".md") or "/" in ref or "\\" in ref or "\x00" in ref:
+            for mdir in dirs:
+                path = safe_join(mdir.path, ref)
+                found = self.index.select("m.dir = ? AND m.file = ?", (str(path.parent), path.name))
+                if found:
+                    return found[0]
+        else:
+            marks = ",".join("?" * len(dirs))
+            order = {d.key: n for n, d in enumerate(sorted(dirs, key=lambda d: d.scope != "project"))}
+            found = self.index.select(f"m.id = ? AND m.dir IN ({marks})",
+                                      (ref, *[d.key for d in dirs]))
+            if found:
+                return min(found, key=lambda m: order.get(str(m.path.parent) if m.path else "", 9))
+        raise MemoryNotFoundError(f"no memory with id or file {ref!r}")
+
+    def _modify(self, ref: str, change: Callable[[Memory], Memory], *,
+                rename: bool = False) -> Memory:
+        found = self._find(ref)
+        assert found.path is not None
+        return st.modify(self.index, self.directory(found.scope), found.path, change,
+                         rename=rename)
+
+    def get(self, ref: str) -> Memory:
+        """A memory by id or file name. Counts as an access."""
+        memory = self._find(ref)
+        self.index.touch([memory])
+        return memory.replace(access_count=memory.access_count + 1,
+                              last_accessed=self._clock())
+
+    def update(self, ref: str, *, content: str | None = None, name: str | None = None,
+               description: str | None = None, tags: Iterable[str] | None = None,
+               paths: Iterable[str] | None = None, relevance: float | str | None = None,
+               meta: Mapping[str, Any] | None = None, reinforce: bool = False) -> Memory:
+        """Change fields of a memory (id and file name stay). ``reinforce`` counts one more
+        explicit reinforcement, which also resets its decay."""
+        stamp = self._clock()
+
+        def change(current: Memory) -> Memory:
+            merged = {**current.meta, **(meta or {})}
+            candidate = draft(
+                content if content is not None else current.body, type=current.type,
+                scope=current.scope, taxonomy=self.directory(current.scope).taxonomy,
+                now=stamp, anchor=stamp.astimezone().date(),
+                name=name if name is not None else current.name,
+                description=description if description is not None else current.description,
+                tags=tag_list(tags) if tags is not None else current.tags,
+                paths=tag_list(paths, "paths") if paths is not None else current.paths,
+                relevance=relevance if relevance is not None else current.relevance,
+                meta=merged, source=current.source)
+            return current.replace(
+                body=candidate.body, name=candidate.name, description=candidate.description,
+                tags=candidate.tags, paths=candidate.paths, relevance=candidate.relevance,
+                meta=candidate.meta, updated=stamp,
+                reinforced=current.reinforced + (1 if reinforce else 0))
+
+        return self._modify(ref, change)
+
+    def reclassify(self, ref: str, type: str) -> Memory:
+        """Move a memory to another type: new ``<type>_<slug>.md`` file, same id."""
+        stamp = self._clock()
+
+        def change(current: Memory) -> Memory:
+            tax = self.directory(current.scope).taxonomy
+            canonical = tax.resolve(type)
+            return current.replace(type=canonical, updated=stamp,
+                                   relevance=relevance_of(current.relevance, tax, canonical))
+
+        return self._modify(ref, change, rename=True)
+
+    def archive(self, ref: str) -> Memory:
+        """Archive: still searchable with ``include_archived``, never injected."""
+        return self._modify(ref, lambda m: m.replace(status="archived", updated=self._clock()))
+
+    def restore(self, ref: str) -> Memory:
+        return self._modify(ref, lambda m: m.replace(status="active", updated=self._clock()))
+
+    def delete(self, ref: str) -> Memory:
+        """Delete the memory's file and its index rows. Prefer archive: it can be undone."""
+        memory = self._find(ref)
+        st.remove(self.index, self.directory(memory.scope), memory)
+        return memory
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def search(self, query: str, *, limit: int = 10, types: Sequence[str] | None = None,
+               scopes: Sequence[Scope] | None = None, tags: Sequence[str] | None = None,
+               include_archived: bool = False, paths: Sequence[str] | None = None,
+               touch: bool = True) -> list[Hit]:
+        """Full-text search ranked by BM25 × a bounded strength factor."""
+        if limit < 1:
+            raise InvalidMemoryError(f"limit must be at least 1, not {limit}")
+        self._sync()
+        dirs = self._dirs(scopes)
+        hits = run_search(self.index.conn, query, dirs, types=self._types(types, dirs),
+                          tags=tags, include_archived=include_archived, paths=paths,
+                          limit=limit, at=self._clock())
+        if touch:
+            self.index.touch(h.memory for h in hits)
+        return hits
+
+    def _types(self, types: Sequence[str] | None, dirs: Sequence[st.MemoryDir]) -> list[str]:
+        if not types:
+            return []
+        out: list[str] = []
+        for given in types:
+            names = {spec.name for d in dirs if (spec := d.taxonomy.lookup(given))}
+            if not names:
+                self.directory("project").taxonomy.resolve(given)  # raises, listing the types
+            out.extend(sorted(names))
+        return out
+
+    def list(self, *, types: Sequence[str] | None = None, scopes: Sequence[Scope] | None = None,
+             tags: Sequence[str] | None = None, status: str = "active",
+             paths: Sequence[str] | None = None, limit: int | None = None,
+             order: str = "relevance") -> list[Memory]:
+        """Memories matching the filters; ``status`` is active, archived or all."""
+        self._sync()
+        dirs = self._dirs(scopes)
+        if not dirs:
+            return []
+        where = [f"m.dir IN ({','.join('?' * len(dirs))})"]
+        params: list[Any] = [d.key for d in dirs]
+        if status != "all":
+            if status not in ("active", "archived"):
+                raise InvalidMemoryError(f"unknown status {status!r}", "use active, archived or all")
+            where.append("m.status = ?")
+            params.append(status)
+        wanted = self._types(types, dirs)
+        if wanted:
+            where.append(f"m.type IN ({','.join('?' * len(wanted))})")
+            params.extend(wanted)
+        if tags:
+            where.append(f"EXISTS (SELECT 1 FROM json_each(m.tags) WHERE value IN "
+                         f"({','.join('?' * len(tags))}))")
+            params.extend(tags)
+        orders = {"relevance": "m.relevance DESC, m.updated DESC", "recent": "m.created DESC, "
+                  "m.updated DESC", "updated": "m.updated DESC", "name": "m.name"}
+        if order not in orders:
+            raise InvalidMemoryError(f"unknown order {order!r}", f"use one of {', '.join(orders)}")
+        tail = f"ORDER BY {orders[order]}, m.file"
+        if limit is not None and not paths:
+            tail += f" LIMIT {int(limit)}"
+        found = self.index.select(" AND ".join(where), params, tail)
+        if paths:
+            found = [m for m in found if glob_matches(m.paths, paths)][:limit]
+        return found
+
+    def recent(self, n: int = 10, **filters: Any) -> list[Memory]:
+        return self.list(limit=n, order="recent", **filters)
+
+    def memory_index(self, scope: Scope = "project") -> str:
+        """MEMORY.md of a scope as it is injected: capped at 200 lines / 25,000 bytes."""
+        self._sync()
+        return read_index(self.directory(scope).path)
+
+    def stats(self) -> Stats:
+        from memdir.report import stats
+
+        self._sync()
+        return stats(self, self._dirs())
+
+    def doctor(self) -> list[Problem]:
+        from memdir.report import doctor
+
+        self._sync()
+        return doctor(self, self._dirs())
+
+    def reindex(self, progress: Progress | None = None) -> int:
+        """Rebuild the index rows of the directories in play from their files alone."""
+        count = st.reindex(self.index, self._dirs(), progress)
+        self._last_sync = time.monotonic()
+        return count
+
+    def adopt_claude_code(self, directory: str | Path | None = None) -> Path:
+        """Use Claude Code's auto-memory directory for this project, in place.
+
+        Its files keep their format (files without an ``id`` use their file name), the store
+        switches to the ``claude-code`` taxonomy, and a hand-written MEMORY.md is kept once
+        as MEMORY.md.orig before memdir first regenerates it.
+        """
+        path = Path(directory).expanduser().resolve() if directory else \
+            claude_code_memory_dir(self.roots.canonical)
+        if not path.is_dir():
+            raise InvalidMemoryError(
+                f"no Claude Code memory directory at {path}",
+                "run Claude Code in this project first, or pass the directory explicitly")
+        save_adopted(self.home, self.roots.canonical, path, "claude-code")
+        self.config = load_config(self.home, self.roots.worktree)
+        self._paths["project"] = path
+        self.reconcile()
+        return path
+
+    def export(self, dest: str | Path, *, format: str = "markdown",
+               scopes: Sequence[Scope] | None = None) -> int:
+        """Write all memories (active and archived) to a folder of Markdown files or JSONL."""
+        from memdir.transfer import export_memories
+
+        return export_memories(self, dest, fmt=format, scopes=scopes)
+
+    def import_(self, src: str | Path, *, scope: Scope | None = None) -> ImportReport:
+        """Import a folder of memory files or a JSON Lines file; bad items are reported."""
+        from memdir.transfer import import_memories
+
+        return import_memories(self, src, scope=scope)
+
+    def clean(self, text: str) -> str:
+        """Text as memdir would store it: <private> stripped, relative dates absolute."""
+        return clean_text(text, self._clock().astimezone().date())

@@ -1,0 +1,206 @@
+"""Values: Memory, Hit, Stats, Problem, and the small vocabularies (scopes, statuses, sources).
+
+All values are frozen dataclasses. Timestamps are timezone-aware UTC datetimes, written to
+files as ``YYYY-MM-DDTHH:MM:SSZ``. ``Memory.meta`` holds the frontmatter keys memdir does not
+know, exactly as read, so that rewriting a file never loses them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+__all__ = [
+    "KNOWN_KEYS",
+    "RELEVANCE_WORDS",
+    "SCOPES",
+    "SOURCES",
+    "STATUSES",
+    "Hit",
+    "Memory",
+    "Problem",
+    "Scope",
+    "Stats",
+    "format_time",
+    "now",
+    "parse_time",
+]
+
+Scope = Literal["user", "project", "team"]
+SCOPES: tuple[Scope, ...] = ("user", "project", "team")
+STATUSES = ("active", "archived")
+SOURCES = ("manual", "extracted", "onboarding", "consolidated", "imported")
+
+# Words accepted as input for relevance (seed 000's bands, seed 002's priorities).
+RELEVANCE_WORDS: dict[str, float] = {
+    "critical": 1.0,
+    "high": 0.8,
+    "medium": 0.6,
+    "normal": 0.5,
+    "low": 0.3,
+}
+
+# Frontmatter keys memdir owns, in the order they are written.
+KNOWN_KEYS = (
+    "id",
+    "name",
+    "description",
+    "type",
+    "scope",
+    "relevance",
+    "tags",
+    "paths",
+    "source",
+    "created",
+    "updated",
+    "reinforced",
+    "status",
+    "superseded_by",
+)
+
+
+def now() -> datetime:
+    """The current time, UTC, to the second (files store seconds)."""
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+def format_time(value: datetime) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(value: object) -> datetime | None:
+    """Parse what YAML gives for a timestamp (str, datetime or date); None when unparseable."""
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if hasattr(value, "isoformat") and not isinstance(value, str):  # a date
+        return datetime.fromisoformat(value.isoformat()).replace(tzinfo=UTC)
+    if isinstance(value, str) and value.strip():
+        text = value.strip().replace("Z", "+00:00")
+        try:
+            parsed = datetime.fromisoformat(text)
+        except ValueError:
+            return None
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    return None
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One durable observation: the contents of one memory file, plus where it lives.
+
+    ``path`` and the usage counters (``access_count``, ``last_accessed``) are not written to
+    the file: the path is where the file is, the counters live in the index.
+    """
+
+    id: str
+    name: str
+    description: str
+    type: str
+    body: str
+    scope: Scope = "project"
+    relevance: float = 0.9
+    tags: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+    source: str = "manual"
+    created: datetime = field(default_factory=now)
+    updated: datetime = field(default_factory=now)
+    reinforced: int = 0
+    status: str = "active"
+    superseded_by: str | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    path: Path | None = field(default=None, compare=False)
+    access_count: int = field(default=0, compare=False)
+    last_accessed: datetime | None = field(default=None, compare=False)
+
+    @property
+    def file(self) -> str:
+        """The file name inside its memory directory ('' for a memory not yet written)."""
+        return self.path.name if self.path else ""
+
+    def replace(self, **changes: Any) -> Memory:
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape used by every adapter (CLI --json, HTTP, MCP, JSON Lines export)."""
+        return {
+            "id": self.id,
+            "name": self.name,
+            "description": self.description,
+            "type": self.type,
+            "scope": self.scope,
+            "relevance": self.relevance,
+            "tags": list(self.tags),
+            "paths": list(self.paths),
+            "source": self.source,
+            "created": format_time(self.created),
+            "updated": format_time(self.updated),
+            "reinforced": self.reinforced,
+            "status": self.status,
+            "superseded_by": self.superseded_by,
+            "meta": dict(self.meta),
+            "content": self.body,
+            "file": str(self.path) if self.path else None,
+            "access_count": self.access_count,
+            "last_accessed": format_time(self.last_accessed) if self.last_accessed else None,
+        }
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result: the memory, its final score, and the parts the score came from."""
+
+    memory: Memory
+    score: float
+    match: float
+    strength: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "score": round(self.score, 6),
+            "match": round(self.match, 6),
+            "strength": round(self.strength, 6),
+            "memory": self.memory.to_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something `doctor` reports: a broken file, an ignored setting, an over-long index."""
+
+    kind: str
+    where: str
+    message: str
+    hint: str
+
+    def to_dict(self) -> dict[str, str]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class Stats:
+    total: int
+    by_type: Mapping[str, int]
+    by_scope: Mapping[str, int]
+    by_status: Mapping[str, int]
+    never_accessed: int
+    broken_files: int
+    directories: Mapping[str, str]
+    index_path: str
+    taxonomy: Mapping[str, str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "total": self.total,
+            "by_type": dict(self.by_type),
+            "by_scope": dict(self.by_scope),
+            "by_status": dict(self.by_status),
+            "never_accessed": self.never_accessed,
+            "broken_files": self.broken_files,
+            "directories": dict(self.directories),
+            "index_path": self.index_path,
+            "taxonomy": dict(self.taxonomy),
+        }

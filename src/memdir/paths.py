@@ -1,0 +1,167 @@
+"""Where memory lives: the home, project keys, git roots, and the path-traversal defence.
+
+Invariants:
+- Every path built from input (a file name, a team file, an import) goes through
+  :func:`safe_join`, which fails closed with :class:`PathTraversalError` before anything is
+  written. Its three layers follow seed 004: (1) reject dangerous input outright (NUL bytes,
+  URL-encoded or Unicode look-alike separators and dots, backslashes, absolute paths, ``..``);
+  (2) normalise and prefix-check against the base directory *with a trailing separator*
+  (so ``team-evil/`` never matches ``team/``); (3) resolve symlinks of the deepest existing
+  ancestor and prefix-check again against the real base.
+- All worktrees of one repository share one project key: the key is derived from the main
+  repository's root (the parent of ``git rev-parse --git-common-dir``), found here by reading
+  ``.git`` files directly, without spawning git.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote
+
+from memdir.errors import PathTraversalError
+
+__all__ = [
+    "GitRoots",
+    "claude_code_memory_dir",
+    "default_home",
+    "find_git_roots",
+    "project_key",
+    "safe_join",
+]
+
+_MAX_KEY = 200
+
+
+def default_home() -> Path:
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("memdir", appauthor=False))
+
+
+def project_key(root: Path) -> str:
+    """A flat directory name for a project root, as Claude Code names ~/.claude/projects/."""
+    text = str(root)
+    key = re.sub(r"[^A-Za-z0-9]", "-", text)
+    if len(key) > _MAX_KEY:
+        digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+        key = key[: _MAX_KEY - 13] + "-" + digest
+    return key
+
+
+def claude_code_memory_dir(root: Path) -> Path:
+    """Claude Code's auto-memory directory for a project root."""
+    return Path.home() / ".claude" / "projects" / project_key(root) / "memory"
+
+
+@dataclass(frozen=True)
+class GitRoots:
+    canonical: Path  # the main repository's root: one per repository, shared by worktrees
+    worktree: Path  # the checkout the directory is in (team memory lives here, with the code)
+    in_git: bool
+
+
+def find_git_roots(start: Path) -> GitRoots:
+    """The canonical and worktree roots for ``start``; the directory itself outside git."""
+    start = start.resolve()
+    for d in (start, *start.parents):
+        dotgit = d / ".git"
+        if dotgit.is_dir():
+            return GitRoots(d, d, True)
+        if dotgit.is_file():
+            return GitRoots(_canonical_from_gitfile(d, dotgit), d, True)
+    return GitRoots(start, start, False)
+
+
+def _canonical_from_gitfile(worktree: Path, dotgit: Path) -> Path:
+    try:
+        line = dotgit.read_text(encoding="utf-8").strip()
+    except OSError:
+        return worktree
+    if not line.startswith("gitdir:"):
+        return worktree
+    gitdir = Path(line[len("gitdir:") :].strip())
+    if not gitdir.is_absolute():
+        gitdir = (worktree / gitdir).resolve()
+    commondir_file = gitdir / "commondir"
+    if not commondir_file.is_file():
+        return worktree  # a submodule: its own checkout is its root
+    try:
+        common = Path(commondir_file.read_text(encoding="utf-8").strip())
+    except OSError:
+        return worktree
+    if not common.is_absolute():
+        common = (gitdir / common).resolve()
+    # <main>/.git -> <main>; a bare repository is its own root.
+    return common.parent if common.name == ".git" else common
+
+
+_LOOKALIKES = re.compile(r"[\u2024\u2025\u2026\uFE52\uFF0E\u2215\u2044\uFF0F\u29F8\uFF3C\uFE68]")
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+def _check_input(relative: str) -> None:
+    """Layer 1: refuse input that is dangerous however it would be interpreted."""
+    if not isinstance(relative, str) or not relative:
+        raise PathTraversalError("empty path")
+    if "\x00" in relative:
+        raise PathTraversalError(f"path contains a NUL byte: {relative!r}")
+    decoded = unquote(relative)
+    if decoded != relative and (".." in decoded or "/" in decoded or "\\" in decoded):
+        raise PathTraversalError(f"URL-encoded traversal in path: {relative!r}")
+    if "%" in decoded and unquote(decoded) != decoded:
+        raise PathTraversalError(f"doubly URL-encoded path: {relative!r}")
+    normalised = unicodedata.normalize("NFKC", relative)
+    if normalised != relative and (".." in normalised or "/" in normalised or "\\" in normalised):
+        raise PathTraversalError(f"Unicode look-alike characters in path: {relative!r}")
+    if _LOOKALIKES.search(relative):
+        raise PathTraversalError(f"Unicode look-alike dot or slash in path: {relative!r}")
+    if "\\" in relative:
+        raise PathTraversalError(f"backslash in path: {relative!r}")
+    if relative.startswith("/") or _DRIVE.match(relative) or os.path.isabs(relative):
+        raise PathTraversalError(f"absolute path not allowed: {relative!r}")
+    if any(part == ".." for part in relative.split("/")):
+        raise PathTraversalError(f"'..' in path: {relative!r}")
+
+
+def _deepest_existing_realpath(path: Path) -> Path:
+    """Layer 3 helper: realpath of the deepest existing ancestor, with the rest re-attached."""
+    missing: list[str] = []
+    current = path
+    while not os.path.lexists(current):
+        missing.append(current.name)
+        if current.parent == current:
+            break
+        current = current.parent
+    real = Path(os.path.realpath(current))
+    for name in reversed(missing):
+        real = real / name
+    return real
+
+
+def _inside(child: str, base: str) -> bool:
+    base_sep = base if base.endswith(os.sep) else base + os.sep
+    return child == base or child.startswith(base_sep)
+
+
+def safe_join(base: Path, relative: str) -> Path:
+    """``base / relative``, guaranteed to stay inside ``base``; PathTraversalError otherwise."""
+    _check_input(relative)
+    # Layer 2: string-level normalisation and prefix check with a trailing separator.
+    base_abs = os.path.normpath(os.path.abspath(base))
+    joined = os.path.normpath(os.path.join(base_abs, relative))
+    if not _inside(joined, base_abs) or joined == base_abs:
+        raise PathTraversalError(f"path escapes {base_abs}: {relative!r}")
+    # Layer 3: symlinks. The real path of the deepest existing ancestor must stay inside the
+    # real base, so a symlink planted inside the directory cannot lead writes outside it.
+    real_base = os.path.realpath(base_abs)
+    real = str(_deepest_existing_realpath(Path(joined)))
+    if not _inside(real, real_base) or real == real_base:
+        raise PathTraversalError(
+            f"path {relative!r} resolves through a symlink to {real}, outside {real_base}"
+        )
+    return Path(joined)

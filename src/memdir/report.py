@@ -1,0 +1,100 @@
+"""Reports on a home: ``stats`` (what is stored) and ``doctor`` (what is wrong and how to fix it).
+
+Both only read. Doctor never modifies a file: it lists broken memory files with the parse
+error and a hint, settings ignored for trust reasons, a team directory that leaves its
+repository, MEMORY.md files over their caps, ids used twice, and temp files left by a killed
+writer.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from memdir.errors import PathTraversalError
+from memdir.files import INDEX_FILE, MAX_INDEX_BYTES, MAX_INDEX_LINES
+from memdir.model import SCOPES, Problem, Stats
+
+if TYPE_CHECKING:
+    from memdir.memdir import Memdir
+    from memdir.store import MemoryDir
+
+__all__ = ["doctor", "stats"]
+
+
+def stats(md: Memdir, dirs: Sequence[MemoryDir]) -> Stats:
+    conn = md.index.conn
+    keys = [d.key for d in dirs]
+    marks = ",".join("?" * len(keys)) or "NULL"
+    rows = conn.execute(
+        "SELECT m.type, m.scope, m.status, u.access_count FROM memories m "
+        f"LEFT JOIN usage u ON u.dir = m.dir AND u.id = m.id WHERE m.dir IN ({marks})",
+        keys).fetchall()
+    broken = conn.execute(f"SELECT COUNT(*) FROM broken WHERE dir IN ({marks})", keys).fetchone()
+    return Stats(
+        total=len(rows),
+        by_type=dict(Counter(r[0] for r in rows).most_common()),
+        by_scope=dict(Counter(r[1] for r in rows).most_common()),
+        by_status=dict(Counter(r[2] for r in rows).most_common()),
+        never_accessed=sum(1 for r in rows if not r[3]),
+        broken_files=int(broken[0]),
+        directories={d.scope: str(d.path) for d in dirs},
+        index_path=str(md.index.path),
+        taxonomy={d.scope: d.taxonomy.preset for d in dirs},
+    )
+
+
+def doctor(md: Memdir, dirs: Sequence[MemoryDir]) -> list[Problem]:
+    problems = list(md.config.problems)
+    conn = md.index.conn
+    for scope in SCOPES:
+        if scope == "team" and os.path.lexists(md.roots.worktree / ".memdir" / "team"):
+            try:
+                md.directory("team")
+            except PathTraversalError as exc:
+                problems.append(Problem("team-dir", str(md.roots.worktree / ".memdir" / "team"),
+                                        exc.message, "remove the symlink; the team memory "
+                                        "directory must be a real folder inside the repository"))
+    for mdir in dirs:
+        for row in conn.execute("SELECT file, error, hint FROM broken WHERE dir = ? ORDER BY file",
+                                (mdir.key,)):
+            problems.append(Problem("broken-file", str(mdir.path / row[0]), row[1], row[2]))
+        for row in conn.execute(
+            "SELECT id, group_concat(file, ', ') FROM memories WHERE dir = ? GROUP BY id "
+            "HAVING COUNT(*) > 1", (mdir.key,)):
+            problems.append(Problem(
+                "duplicate-id", str(mdir.path), f"id {row[0]!r} is used by {row[1]}",
+                "give each file its own 'id:' (or delete the line to use the file name)"))
+        problems.extend(_index_problems(mdir))
+        try:
+            leftovers = [n for n in os.listdir(mdir.path) if n.startswith(".") and n.endswith(".tmp")]
+        except OSError:
+            leftovers = []
+        for name in leftovers:
+            problems.append(Problem("temp-file", str(mdir.path / name),
+                                    "temporary file left by an interrupted write",
+                                    "delete it; the memory it belonged to was not affected"))
+    return problems
+
+
+def _index_problems(mdir: MemoryDir) -> list[Problem]:
+    path = mdir.path / INDEX_FILE
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return []
+    out = []
+    lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    if lines > MAX_INDEX_LINES:
+        out.append(Problem("index-too-long", str(path),
+                           f"{INDEX_FILE} has {lines} lines; only the first {MAX_INDEX_LINES} "
+                           "are injected", "archive or consolidate memories (`memdir archive`, "
+                           "`memdir consolidate`) so the index stays under 200 lines"))
+    if len(data) > MAX_INDEX_BYTES:
+        out.append(Problem("index-too-large", str(path),
+                           f"{INDEX_FILE} is {len(data)} bytes; only {MAX_INDEX_BYTES} are "
+                           "injected", "keep descriptions to one short line; move detail into "
+                           "the memory files"))
+    return out

@@ -1,0 +1,79 @@
+"""Write-time safety: secrets are refused, ``<private>…</private>`` is stripped.
+
+Every write path (store, update, import, extraction) calls :func:`check_secrets` on every
+text it is about to write, after :func:`strip_private`. Findings name the kind of secret and
+show only a redacted preview, never the secret itself (error messages end up in logs).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from memdir.errors import SecretDetectedError
+
+__all__ = ["check_secrets", "find_secrets", "strip_private"]
+
+_PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.IGNORECASE | re.DOTALL)
+
+_ASSIGN_KEYS = (
+    r"password|passwd|passphrase|pwd|secret|client[_-]?secret|api[_-]?key|apikey|"
+    r"access[_-]?key|secret[_-]?key|auth[_-]?token|access[_-]?token|token|private[_-]?key"
+)
+
+_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("a private key block", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),
+    ("an AWS access key id", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b")),
+    ("an Anthropic API key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}")),
+    ("an OpenAI-style API key", re.compile(r"\bsk-(?:proj-|live-|test-)?[A-Za-z0-9_-]{20,}")),
+    ("a GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})")),
+    ("a GitLab token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}")),
+    ("a Slack token", re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}")),
+    ("a Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}")),
+    ("a Stripe key", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{16,}")),
+    ("a JSON Web Token", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
+    ("a bearer token", re.compile(r"\bBearer\s+[A-Za-z0-9._~+/-]{20,}=*")),
+    (
+        "a URL with credentials",
+        re.compile(r"\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@'\"]+:[^\s@/'\"]{2,}@[^\s/'\"]+", re.I),
+    ),
+    (
+        "a password or key assignment",
+        re.compile(
+            rf"(?i)\b(?:{_ASSIGN_KEYS})\b\s*(?:=|:|\bis\b)\s*['\"]?"
+            r"(?![$<{(%])(?=[^\s'\"]*\d)[^\s'\"(){}\[\]<>]{8,}"
+        ),
+    ),
+)
+
+
+def strip_private(text: str) -> str:
+    """Remove every ``<private>…</private>`` span (an unclosed one runs to the end)."""
+    if "<private" not in text.lower():
+        return text
+    return _PRIVATE.sub("", text)
+
+
+def _preview(secret: str) -> str:
+    return secret[:4] + "…" if len(secret) > 8 else "…"
+
+
+def find_secrets(texts: Iterable[str]) -> list[str]:
+    """Descriptions of the secrets found, e.g. ``"a GitHub token (ghp_…)"``."""
+    found: list[str] = []
+    for text in texts:
+        if not text:
+            continue
+        for label, pattern in _PATTERNS:
+            match = pattern.search(text)
+            if match:
+                item = f"{label} ({_preview(match.group(0))})"
+                if item not in found:
+                    found.append(item)
+    return found
+
+
+def check_secrets(texts: Iterable[str]) -> None:
+    found = find_secrets(texts)
+    if found:
+        raise SecretDetectedError(found)

@@ -1,0 +1,155 @@
+"""Query sanitising, strength, ranking and path globs.
+
+Invariants:
+- :func:`fts_query` turns *any* string into a valid FTS5 query or None: every token is a
+  quoted phrase made only of word characters, joined with OR, so no input can raise an FTS5
+  syntax error (checked by a fuzz test).
+- Strength (seed 002) = type weight × relevance × decay × reinforcement, where decay halves
+  every 90 days since the last access or reinforcement (30 days for temporary types) and
+  reinforcement grows with the logarithm of explicit reinforcements plus accesses.
+- Ranking multiplies BM25 match quality by a *bounded* strength factor in [0.75, 1.25], so an
+  old but exact match still beats a fresh weak one.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sqlite3
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from memdir.index import BM25_WEIGHTS, row_to_memory
+from memdir.model import Hit, Memory, now
+from memdir.taxonomy import Taxonomy
+
+if TYPE_CHECKING:
+    from memdir.store import MemoryDir
+
+__all__ = [
+    "HALF_LIFE_DAYS",
+    "fts_query",
+    "glob_matches",
+    "rank_factor",
+    "run_search",
+    "strength",
+]
+
+HALF_LIFE_DAYS = 90.0
+TEMPORARY_HALF_LIFE_DAYS = 30.0
+MAX_QUERY_TOKENS = 32
+
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+_STOPWORDS = frozenset(
+    """a an and are as at be but by do does did for from has have how i if in into is it its
+    me my of on or our so that the their them then there these this to was we were what when
+    where which who why will with you your""".split()
+)
+
+
+def fts_query(text: str) -> str | None:
+    """A safe FTS5 query for free text: an OR of quoted tokens; None when nothing is left."""
+    tokens: list[str] = []
+    for raw in _TOKEN.findall(text.lower()):
+        token = raw.strip("_")
+        if token and token not in tokens:
+            tokens.append(token)
+    content = [t for t in tokens if t not in _STOPWORDS]
+    chosen = (content or tokens)[:MAX_QUERY_TOKENS]
+    if not chosen:
+        return None
+    return " OR ".join(f'"{t}"' for t in chosen)
+
+
+def strength(memory: Memory, taxonomy: Taxonomy | None, at: datetime | None = None) -> float:
+    spec = taxonomy.lookup(memory.type) if taxonomy else None
+    weight = spec.weight if spec else 0.7
+    half_life = TEMPORARY_HALF_LIFE_DAYS if spec and spec.temporary else HALF_LIFE_DAYS
+    anchor = memory.updated
+    if memory.last_accessed and memory.last_accessed > anchor:
+        anchor = memory.last_accessed
+    days = max(0.0, ((at or now()) - anchor).total_seconds() / 86400.0)
+    decay = 0.5 ** (days / half_life)
+    reinforcement = 1.0 + 0.25 * math.log1p(memory.reinforced + memory.access_count)
+    return weight * memory.relevance * decay * reinforcement
+
+
+def rank_factor(strength_value: float) -> float:
+    """The bounded multiplier strength applies to match quality: 0.75 (dead) .. 1.25 (strong)."""
+    return 0.75 + 0.5 * min(max(strength_value, 0.0), 1.0)
+
+
+@lru_cache(maxsize=512)
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    out = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+            continue
+        if pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+            continue
+        if c == "*":
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def glob_matches(globs: Iterable[str], files: Iterable[str]) -> bool:
+    """True when any file path is covered by any glob (``**`` spans directories)."""
+    paths = [f.replace("\\", "/").removeprefix("./") for f in files]
+    for glob in globs:
+        regex = _glob_regex(glob.removeprefix("./"))
+        if any(regex.match(p) for p in paths):
+            return True
+    return False
+
+
+def run_search(conn: sqlite3.Connection, query: str, dirs: Sequence[MemoryDir], *,
+               types: Sequence[str], tags: Sequence[str] | None, include_archived: bool,
+               paths: Sequence[str] | None, limit: int, at: datetime) -> list[Hit]:
+    """BM25 candidates from FTS5, re-ranked by match × bounded strength factor."""
+    fts = fts_query(query)
+    if fts is None or not dirs:
+        return []
+    weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+    where = ["memories_fts MATCH ?", f"m.dir IN ({','.join('?' * len(dirs))})"]
+    params: list[Any] = [fts, *[d.key for d in dirs]]
+    if not include_archived:
+        where.append("m.status = 'active'")
+    if types:
+        where.append(f"m.type IN ({','.join('?' * len(types))})")
+        params.extend(types)
+    if tags:
+        where.append(f"EXISTS (SELECT 1 FROM json_each(m.tags) WHERE value IN "
+                     f"({','.join('?' * len(tags))}))")
+        params.extend(tags)
+    pool = max(limit * 4, 40) if not paths else max(limit * 20, 200)
+    rows = conn.execute(
+        f"SELECT m.*, u.access_count, u.last_accessed, bm25(memories_fts, {weights}) AS rank "
+        "FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
+        "LEFT JOIN usage u ON u.dir = m.dir AND u.id = m.id "
+        f"WHERE {' AND '.join(where)} ORDER BY rank LIMIT {pool}",
+        params,
+    ).fetchall()
+    taxonomies = {d.key: d.taxonomy for d in dirs}
+    hits = []
+    for row in rows:
+        memory = row_to_memory(row)
+        if paths and not glob_matches(memory.paths, paths):
+            continue
+        match = -float(row["rank"])
+        power = strength(memory, taxonomies.get(row["dir"]), at)
+        hits.append(Hit(memory, match * rank_factor(power), match, power))
+    hits.sort(key=lambda h: (-h.score, h.memory.file))
+    return hits[:limit]

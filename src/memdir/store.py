@@ -1,0 +1,295 @@
+"""One write path for memory directories: files first, then their index rows, under one lock.
+
+Invariants:
+- Every change to a memory directory happens inside an index write transaction
+  (``BEGIN IMMEDIATE``), which serialises writers across processes: choose a free file
+  name, write the file atomically, upsert its row, regenerate ``MEMORY.md``, commit. A process
+  killed between the file write and the commit leaves a complete file that the next
+  reconcile indexes; nothing is lost and nothing is half-written.
+- Reconcile makes the index match the files: new, edited, renamed and deleted files made by
+  other programs are picked up; a file that cannot be parsed (or that escapes its directory
+  through a symlink) is recorded in ``broken`` for ``memdir doctor`` and never modified.
+- Exact duplicates (same body after normalising case and whitespace, same directory)
+  reinforce the existing memory instead of adding a file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from memdir.errors import MemdirError, MemoryFileError, PathTraversalError
+from memdir.files import (
+    FileState,
+    IndexLine,
+    atomic_write,
+    new_id,
+    scan_dir,
+    slugify,
+    write_index,
+)
+from memdir.index import Index, memory_to_row
+from memdir.markdown import parse, render
+from memdir.model import Memory, Scope
+from memdir.paths import safe_join
+from memdir.taxonomy import Taxonomy
+
+__all__ = ["MemoryDir", "modify", "norm_hash", "reconcile", "reindex", "remove", "write_new"]
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class MemoryDir:
+    scope: Scope
+    path: Path
+    taxonomy: Taxonomy
+
+    @property
+    def key(self) -> str:
+        return str(self.path)
+
+
+def norm_hash(body: str) -> str:
+    return hashlib.sha1(" ".join(body.lower().split()).encode("utf-8")).hexdigest()
+
+
+def _file_name(conn: sqlite3.Connection, mdir: MemoryDir, memory: Memory,
+               taken: set[str]) -> str:
+    base = f"{memory.type}_{slugify(memory.name)}"
+    for n in range(1, 10_000):
+        name = f"{base}.md" if n == 1 else f"{base}-{n}.md"
+        if name in taken or (mdir.path / name).exists():
+            continue
+        if conn.execute("SELECT 1 FROM memories WHERE dir = ? AND file = ?",
+                        (mdir.key, name)).fetchone():
+            continue
+        return name
+    raise MemdirError(f"no free file name for {base}.md", "choose a different name")
+
+
+def _fresh_id(conn: sqlite3.Connection, mdir: MemoryDir, taken: set[str]) -> str:
+    while True:
+        candidate = new_id()
+        if candidate not in taken and not conn.execute(
+            "SELECT 1 FROM memories WHERE dir = ? AND id = ?", (mdir.key, candidate)
+        ).fetchone():
+            return candidate
+
+
+def _write_file(index: Index, conn: sqlite3.Connection, mdir: MemoryDir, memory: Memory,
+                *, fsync: bool = True) -> Memory:
+    assert memory.path is not None
+    atomic_write(memory.path, render(memory), fsync=fsync)
+    st = memory.path.stat()
+    index.upsert(conn, memory_to_row(memory, mdir.key, norm_hash(memory.body),
+                                     st.st_mtime_ns, st.st_size))
+    return memory
+
+
+def _reinforce(conn: sqlite3.Connection, index: Index, mdir: MemoryDir, file: str,
+               when: Memory) -> Memory | None:
+    """Re-read a duplicate's file and count one more reinforcement; None if it is unusable."""
+    path = mdir.path / file
+    try:
+        current = parse(path.read_text(encoding="utf-8"), stem=path.stem, scope=mdir.scope)
+    except (OSError, MemdirError):
+        return None
+    spec = mdir.taxonomy.lookup(current.type)
+    current = current.replace(
+        type=spec.name if spec else current.type,
+        path=path, reinforced=current.reinforced + 1, updated=when.updated, status="active",
+        tags=tuple(dict.fromkeys((*current.tags, *when.tags))),
+        relevance=max(current.relevance, when.relevance),
+    )
+    return _write_file(index, conn, mdir, current)
+
+
+def write_new(index: Index, mdir: MemoryDir, memories: Sequence[Memory]) -> list[Memory]:
+    """Store new memories in one transaction; exact duplicates reinforce instead."""
+    mdir.path.mkdir(parents=True, exist_ok=True)
+    out: list[Memory] = []
+    written: list[Path] = []
+    bulk = len(memories) > 1
+    try:
+        with index.write() as conn:
+            taken_names: set[str] = set()
+            taken_ids: set[str] = set()
+            batch_hashes: dict[str, int] = {}
+            for memory in memories:
+                digest = norm_hash(memory.body)
+                if digest in batch_hashes:
+                    first = out[batch_hashes[digest]]
+                    out[batch_hashes[digest]] = _write_file(
+                        index, conn, mdir, first.replace(reinforced=first.reinforced + 1),
+                        fsync=not bulk)
+                    out.append(out[batch_hashes[digest]])
+                    continue
+                row = conn.execute(
+                    "SELECT file FROM memories WHERE dir = ? AND norm_hash = ? "
+                    "ORDER BY status = 'active' DESC LIMIT 1", (mdir.key, digest)).fetchone()
+                if row is not None:
+                    again = _reinforce(conn, index, mdir, row["file"], memory)
+                    if again is not None:
+                        batch_hashes[digest] = len(out)
+                        out.append(again)
+                        continue
+                name = _file_name(conn, mdir, memory, taken_names)
+                taken_names.add(name)
+                mid = memory.id or _fresh_id(conn, mdir, taken_ids)
+                taken_ids.add(mid)
+                placed = memory.replace(id=mid, path=safe_join(mdir.path, name), scope=mdir.scope)
+                written.append(placed.path)  # type: ignore[arg-type]
+                batch_hashes[digest] = len(out)
+                out.append(_write_file(index, conn, mdir, placed, fsync=not bulk))
+            if bulk:
+                _sync_files(written)
+            regenerate_index(conn, mdir)
+    except BaseException:
+        # The transaction rolled back: take back the files it wrote, so files and index agree.
+        for path in written:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        raise
+    return out
+
+
+def _sync_files(paths: Sequence[Path]) -> None:
+    """Flush a batch of files to disk with one fsync each, after all were written."""
+    for path in paths:
+        with contextlib.suppress(OSError):
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+
+def modify(index: Index, mdir: MemoryDir, path: Path, change: Callable[[Memory], Memory],
+           *, rename: bool = False) -> Memory:
+    """Re-read a memory's file under the write lock, apply ``change``, write it back.
+
+    The file on disk is the source of truth: a hand edit made since the last index read is
+    kept. With ``rename`` the memory gets a fresh ``<type>_<slug>.md`` name (same id).
+    """
+    with index.write() as conn:
+        current = _load(mdir, FileState(path.name, 0, 0))
+        updated = change(current)
+        if rename:
+            name = _file_name(conn, mdir, updated, {path.name})
+            updated = updated.replace(path=safe_join(mdir.path, name))
+        _write_file(index, conn, mdir, updated)
+        if updated.path != path:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            conn.execute("DELETE FROM memories WHERE dir = ? AND file = ?", (mdir.key, path.name))
+        regenerate_index(conn, mdir)
+    return updated
+
+
+def remove(index: Index, mdir: MemoryDir, memory: Memory) -> None:
+    assert memory.path is not None
+    with index.write() as conn:
+        with contextlib.suppress(FileNotFoundError):
+            memory.path.unlink()
+        conn.execute("DELETE FROM memories WHERE dir = ? AND file = ?",
+                     (mdir.key, memory.path.name))
+        conn.execute("DELETE FROM usage WHERE dir = ? AND id = ?", (mdir.key, memory.id))
+        regenerate_index(conn, mdir)
+
+
+def regenerate_index(conn: sqlite3.Connection, mdir: MemoryDir) -> None:
+    rows = conn.execute(
+        "SELECT name, file, type, description FROM memories WHERE dir = ? AND status = 'active' "
+        "ORDER BY relevance DESC, updated DESC, file", (mdir.key,)).fetchall()
+    if not rows and not (mdir.path / "MEMORY.md").exists():
+        return
+    write_index(mdir.path, (IndexLine(r[0], r[1], r[2], r[3]) for r in rows))
+
+
+def _load(mdir: MemoryDir, state: FileState) -> Memory:
+    """Parse one file of a directory, vetting its path; MemdirError when unusable."""
+    path = safe_join(mdir.path, state.name)  # a symlink leading outside fails here
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise MemoryFileError("the file is not UTF-8 text") from None
+    memory = parse(text, stem=path.stem, scope=mdir.scope)
+    return memory.replace(type=mdir.taxonomy.resolve(memory.type), path=path)
+
+
+def _apply(index: Index, conn: sqlite3.Connection, mdir: MemoryDir,
+           changed: Sequence[FileState], progress: Progress | None = None) -> None:
+    for n, state in enumerate(changed, start=1):
+        try:
+            memory = _load(mdir, state)
+        except (MemdirError, OSError) as exc:
+            message = exc.message if isinstance(exc, MemdirError) else str(exc)
+            hint = exc.hint if isinstance(exc, MemdirError) else MemoryFileError.default_hint
+            if isinstance(exc, PathTraversalError):
+                hint = "remove the symlink; memory files must live inside their directory"
+            conn.execute("DELETE FROM memories WHERE dir = ? AND file = ?", (mdir.key, state.name))
+            conn.execute(
+                "INSERT OR REPLACE INTO broken VALUES (?, ?, ?, ?, ?, ?)",
+                (mdir.key, state.name, message, hint, state.mtime_ns, state.size))
+        else:
+            conn.execute("DELETE FROM broken WHERE dir = ? AND file = ?", (mdir.key, state.name))
+            index.upsert(conn, memory_to_row(memory, mdir.key, norm_hash(memory.body),
+                                             state.mtime_ns, state.size))
+        if progress:
+            progress(n, len(changed))
+
+
+def _known(conn: sqlite3.Connection, mdir: MemoryDir) -> dict[str, tuple[int, int]]:
+    known = {r[0]: (r[1], r[2]) for r in conn.execute(
+        "SELECT file, mtime_ns, size FROM memories WHERE dir = ?", (mdir.key,))}
+    known.update({r[0]: (r[1], r[2]) for r in conn.execute(
+        "SELECT file, mtime_ns, size FROM broken WHERE dir = ?", (mdir.key,))})
+    return known
+
+
+def _diff(conn: sqlite3.Connection, mdir: MemoryDir) -> tuple[list[FileState], list[str]]:
+    disk = {s.name: s for s in scan_dir(mdir.path)}
+    known = _known(conn, mdir)
+    changed = [s for name, s in disk.items() if known.get(name) != (s.mtime_ns, s.size)]
+    gone = [name for name in known if name not in disk]
+    return changed, gone
+
+
+def reconcile(index: Index, dirs: Sequence[MemoryDir]) -> bool:
+    """Bring the index in line with files changed outside memdir. True if anything changed."""
+    any_change = False
+    for mdir in dirs:
+        changed, gone = _diff(index.conn, mdir)
+        if not changed and not gone:
+            continue
+        with index.write() as conn:
+            changed, gone = _diff(conn, mdir)  # again, under the lock: another process may
+            if not changed and not gone:  # have reconciled in the meantime
+                continue
+            for name in gone:
+                conn.execute("DELETE FROM memories WHERE dir = ? AND file = ?", (mdir.key, name))
+                conn.execute("DELETE FROM broken WHERE dir = ? AND file = ?", (mdir.key, name))
+            _apply(index, conn, mdir, changed)
+            regenerate_index(conn, mdir)
+            any_change = True
+    return any_change
+
+
+def reindex(index: Index, dirs: Sequence[MemoryDir], progress: Progress | None = None) -> int:
+    """Rebuild the derived rows of these directories from their files alone."""
+    total = 0
+    for mdir in dirs:
+        states = list(scan_dir(mdir.path))
+        with index.write() as conn:
+            conn.execute("DELETE FROM memories WHERE dir = ?", (mdir.key,))
+            conn.execute("DELETE FROM broken WHERE dir = ?", (mdir.key,))
+            _apply(index, conn, mdir, states, progress)
+            regenerate_index(conn, mdir)
+        total += len(states)
+    return total
