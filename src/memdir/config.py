@@ -80,7 +80,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
             f"fix the syntax in {path} (see https://toml.io) or move the file away",
         ) from None
     except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc}", f"check the permissions of {path}") from None
+        raise ConfigError(f"cannot read {path}: {exc}",
+                          f"check the permissions of {path}") from None
 
 
 def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
@@ -161,8 +162,11 @@ def load_config(home: Path, repo_root: Path | None = None) -> Config:
     return Config(home, taxonomy, scope_taxonomy, projects, tuple(problems))
 
 
-def _flatten(data: dict[str, Any], prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
-    out: list[tuple[tuple[str, ...], Any]] = []
+Setting = tuple[tuple[str, ...], Any]
+
+
+def _flatten(data: dict[str, Any], prefix: tuple[str, ...] = ()) -> list[Setting]:
+    out: list[Setting] = []
     for key, value in data.items():
         if isinstance(value, dict):
             out.extend(_flatten(value, (*prefix, key)))
@@ -180,7 +184,7 @@ def save_adopted(home: Path, project_root: Path, memory_dir: Path, taxonomy: str
     path = home / "adopted.toml"
     table = _read_toml(path).get("projects", {})
     table[str(project_root)] = {"memory_dir": str(memory_dir), "taxonomy": taxonomy}
-    lines = ["# Written by `memdir adopt`: projects whose memory lives in an existing directory.", ""]
+    lines = ["# Written by `memdir adopt`: projects whose memory lives in another directory.", ""]
     for root, entry in sorted(table.items()):
         lines.append(f"[projects.{json.dumps(root)}]")
         for key in ("memory_dir", "taxonomy"):

@@ -32,7 +32,7 @@ _Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 _PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9 _.,/()'+-]*\Z")
 _YAML_WORDS = frozenset(
-    "y yes n no true false on off null none ~".split()
+    ["y", "yes", "n", "no", "true", "false", "on", "off", "null", "none", "~"]
 )
 
 

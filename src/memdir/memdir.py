@@ -9,6 +9,7 @@ not, so any number of processes may use the same home at once.
 
 from __future__ import annotations
 
+import builtins
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -158,7 +159,8 @@ class Memdir:
                     return found[0]
         else:
             marks = ",".join("?" * len(dirs))
-            order = {d.key: n for n, d in enumerate(sorted(dirs, key=lambda d: d.scope != "project"))}
+            ranked = sorted(dirs, key=lambda d: d.scope != "project")
+            order = {d.key: n for n, d in enumerate(ranked)}
             found = self.index.select(f"m.id = ? AND m.dir IN ({marks})",
                                       (ref, *[d.key for d in dirs]))
             if found:
@@ -274,7 +276,8 @@ class Memdir:
         params: list[Any] = [d.key for d in dirs]
         if status != "all":
             if status not in ("active", "archived"):
-                raise InvalidMemoryError(f"unknown status {status!r}", "use active, archived or all")
+                raise InvalidMemoryError(f"unknown status {status!r}",
+                                         "use active, archived or all")
             where.append("m.status = ?")
             params.append(status)
         wanted = self._types(types, dirs)
@@ -297,7 +300,7 @@ class Memdir:
             found = [m for m in found if glob_matches(m.paths, paths)][:limit]
         return found
 
-    def recent(self, n: int = 10, **filters: Any) -> list[Memory]:
+    def recent(self, n: int = 10, **filters: Any) -> builtins.list[Memory]:
         return self.list(limit=n, order="recent", **filters)
 
     def memory_index(self, scope: Scope = "project") -> str:
@@ -311,7 +314,7 @@ class Memdir:
         self._sync()
         return stats(self, self._dirs())
 
-    def doctor(self) -> list[Problem]:
+    def doctor(self) -> builtins.list[Problem]:
         from memdir.report import doctor
 
         self._sync()

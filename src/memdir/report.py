@@ -69,7 +69,8 @@ def doctor(md: Memdir, dirs: Sequence[MemoryDir]) -> list[Problem]:
                 "give each file its own 'id:' (or delete the line to use the file name)"))
         problems.extend(_index_problems(mdir))
         try:
-            leftovers = [n for n in os.listdir(mdir.path) if n.startswith(".") and n.endswith(".tmp")]
+            leftovers = [n for n in os.listdir(mdir.path)
+                         if n.startswith(".") and n.endswith(".tmp")]
         except OSError:
             leftovers = []
         for name in leftovers:

@@ -43,9 +43,9 @@ MAX_QUERY_TOKENS = 32
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 _STOPWORDS = frozenset(
-    """a an and are as at be but by do does did for from has have how i if in into is it its
-    me my of on or our so that the their them then there these this to was we were what when
-    where which who why will with you your""".split()
+    "a an and are as at be but by do does did for from has have how i if in into is it its "
+    "me my of on or our so that the their them then there these this to was we were what when "
+    "where which who why will with you your".split()
 )
 
 
@@ -73,7 +73,7 @@ def strength(memory: Memory, taxonomy: Taxonomy | None, at: datetime | None = No
     days = max(0.0, ((at or now()) - anchor).total_seconds() / 86400.0)
     decay = 0.5 ** (days / half_life)
     reinforcement = 1.0 + 0.25 * math.log1p(memory.reinforced + memory.access_count)
-    return weight * memory.relevance * decay * reinforcement
+    return float(weight * memory.relevance * decay * reinforcement)
 
 
 def rank_factor(strength_value: float) -> float:

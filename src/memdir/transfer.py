@@ -165,7 +165,8 @@ def import_memories(md: Memdir, src: str | Path, *, scope: Scope | None = None) 
         if isinstance(item, Exception):
             report.errors.append((where, getattr(item, "message", str(item))))
             continue
-        target: Scope = scope or (item.get("scope") if item.get("scope") in SCOPES else "project")
+        given = item.get("scope")
+        target: Scope = scope or (given if given in SCOPES else "project")
         try:
             memory = _memory_from_item(md, item, target)
         except MemdirError as exc:

@@ -1,0 +1,7 @@
+"""python -m memdir"""
+
+import sys
+
+from memdir.cli.main import main
+
+sys.exit(main())

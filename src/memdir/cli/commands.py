@@ -1,0 +1,210 @@
+"""CLI command handlers: translate arguments, call the Memdir facade, print the result."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from memdir.cli import render
+from memdir.errors import InvalidMemoryError
+from memdir.memdir import Memdir
+from memdir.model import Hit, Memory
+
+__all__ = ["run"]
+
+Handler = Callable[[Memdir, argparse.Namespace], Any]
+
+
+def _csv(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def _stdin_or(value: str) -> str:
+    return sys.stdin.read() if value == "-" else value
+
+
+def _meta(pairs: Sequence[str] | None) -> dict[str, Any] | None:
+    if not pairs:
+        return None
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise InvalidMemoryError(f"--meta {pair!r} is not KEY=VALUE",
+                                     "e.g. --meta ticket=ABC-12")
+        out[key.strip()] = value
+    return out
+
+
+def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
+    if args.json:
+        print(json.dumps(data, ensure_ascii=False, indent=2))
+    elif text:
+        print(text)
+
+
+def _memories(args: argparse.Namespace, items: Sequence[Memory], empty: str) -> None:
+    _emit(args, [m.to_dict() for m in items], render.memories_table(items) or empty)
+
+
+def _filter_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    return {"types": args.types, "scopes": getattr(args, "scopes", None),
+            "tags": _csv(args.tags), "paths": _csv(args.paths)}
+
+
+def cmd_store(md: Memdir, args: argparse.Namespace) -> None:
+    memory = md.store(_stdin_or(args.content), type=args.type, scope=args.scope, name=args.name,
+                      description=args.description, tags=_csv(args.tags) or (),
+                      paths=_csv(args.paths) or (), relevance=args.relevance,
+                      meta=_meta(args.meta))
+    action = "reinforced" if memory.reinforced else "stored"
+    text = (f"reinforced existing memory {memory.id} (reinforced {memory.reinforced}x): "
+            f"{memory.path}" if memory.reinforced else f"stored {memory.id}: {memory.path}")
+    _emit(args, {"action": action, "memory": memory.to_dict()}, text)
+
+
+def _hits(args: argparse.Namespace, hits: Sequence[Hit], empty: str) -> None:
+    _emit(args, [h.to_dict() for h in hits], render.hits_table(hits) or empty)
+
+
+def cmd_search(md: Memdir, args: argparse.Namespace) -> None:
+    hits = md.search(args.query, limit=args.limit, include_archived=args.archived,
+                     **_filter_kwargs(args))
+    _hits(args, hits, f"no memories match {args.query!r}")
+
+
+def _titles(md: Memdir) -> dict[str, tuple[str, str]]:
+    titles: dict[str, tuple[str, str]] = {}
+    for scope in ("team", "user", "project"):
+        for spec in md.directory(scope).taxonomy.types:
+            titles[spec.name] = (spec.icon, spec.title)
+    return titles
+
+
+def cmd_about(md: Memdir, args: argparse.Namespace) -> None:
+    hits = md.search(args.topic, limit=args.limit, **_filter_kwargs(args))
+    memories = [h.memory for h in hits]
+    _emit(args, [h.to_dict() for h in hits],
+          render.grouped(memories, _titles(md)) if memories
+          else f"nothing known about {args.topic!r}")
+
+
+def cmd_decisions(md: Memdir, args: argparse.Namespace) -> None:
+    filters = _filter_kwargs(args)
+    filters["types"] = ["decision", *(args.types or [])]
+    _memories(args, md.list(limit=args.limit, **filters), "no decisions recorded")
+
+
+def cmd_recent(md: Memdir, args: argparse.Namespace) -> None:
+    _memories(args, md.recent(args.n, **_filter_kwargs(args)), "no memories yet")
+
+
+def cmd_list(md: Memdir, args: argparse.Namespace) -> None:
+    items = md.list(status=args.status, limit=args.limit, order=args.order,
+                    **_filter_kwargs(args))
+    _memories(args, items, "no memories")
+
+
+def cmd_get(md: Memdir, args: argparse.Namespace) -> None:
+    memory = md.get(args.ref)
+    _emit(args, memory.to_dict(), render.memory_full(memory))
+
+
+def cmd_update(md: Memdir, args: argparse.Namespace) -> None:
+    memory = md.update(
+        args.ref, content=_stdin_or(args.content) if args.content is not None else None,
+        name=args.name, description=args.description, tags=_csv(args.tags),
+        paths=_csv(args.paths), relevance=args.relevance, meta=_meta(args.meta),
+        reinforce=args.reinforce)
+    _emit(args, memory.to_dict(), f"updated {memory.id}: {memory.path}")
+
+
+def cmd_reclassify(md: Memdir, args: argparse.Namespace) -> None:
+    memory = md.reclassify(args.ref, args.type)
+    _emit(args, memory.to_dict(), f"{memory.id} is now a {memory.type}: {memory.path}")
+
+
+def _simple(verb: str, method: str) -> Handler:
+    def handler(md: Memdir, args: argparse.Namespace) -> None:
+        memory = getattr(md, method)(args.ref)
+        _emit(args, memory.to_dict(), f"{verb} {memory.id}: {memory.path}")
+    return handler
+
+
+def cmd_stats(md: Memdir, args: argparse.Namespace) -> None:
+    stats = md.stats()
+    _emit(args, stats.to_dict(), render.stats_text(stats))
+
+
+def cmd_reindex(md: Memdir, args: argparse.Namespace) -> None:
+    bar = render.Progress("reindexing", force=args.progress and not args.json)
+    count = md.reindex(progress=bar)
+    broken = md.stats().broken_files
+    _emit(args, {"files": count, "broken": broken, "seconds": round(bar.elapsed(), 3)},
+          f"reindexed {count} files in {bar.elapsed():.2f}s"
+          + (f" ({broken} broken: see `memdir doctor`)" if broken else ""))
+
+
+def cmd_doctor(md: Memdir, args: argparse.Namespace) -> int:
+    found = md.doctor()
+    _emit(args, [p.to_dict() for p in found], render.problems(found))
+    return 1 if found else 0
+
+
+def cmd_types(md: Memdir, args: argparse.Namespace) -> None:
+    data = {}
+    lines = []
+    for scope in ("user", "project", "team"):
+        tax = md.directory(scope).taxonomy
+        data[scope] = {"taxonomy": tax.preset, "types": [
+            {"name": t.name, "icon": t.icon, "aliases": list(t.aliases), "layer": t.layer,
+             "relevance": t.relevance, "guidance": t.guidance} for t in tax.types]}
+        lines.append(f"{scope} ({tax.preset}):")
+        lines.extend(f"  {t.icon} {t.name:<12} {t.guidance}" for t in tax.types)
+    _emit(args, data, "\n".join(lines))
+
+
+def cmd_export(md: Memdir, args: argparse.Namespace) -> None:
+    fmt = args.format or ("jsonl" if args.dest == "-" or args.dest.endswith(".jsonl")
+                          else "markdown")
+    count = md.export(args.dest, format=fmt, scopes=args.scopes)
+    if args.dest != "-":
+        _emit(args, {"exported": count, "dest": args.dest, "format": fmt},
+              f"exported {count} memories to {args.dest} ({fmt})")
+
+
+def cmd_import(md: Memdir, args: argparse.Namespace) -> int:
+    report = md.import_(args.src, scope=args.scope)
+    lines = [f"imported {len(report.imported)}, skipped {len(report.skipped)}, "
+             f"errors {len(report.errors)}"]
+    lines += [f"  skipped {w}: {why}" for w, why in report.skipped]
+    lines += [f"  error {w}: {e}" for w, e in report.errors]
+    _emit(args, report.to_dict(), "\n".join(lines))
+    return 1 if report.errors else 0
+
+
+def cmd_adopt(md: Memdir, args: argparse.Namespace) -> None:
+    path = md.adopt_claude_code(args.source)
+    _emit(args, {"memory_dir": str(path), "taxonomy": "claude-code"},
+          f"project memory now lives in {path} (taxonomy claude-code)")
+
+
+HANDLERS: dict[str, Handler] = {
+    "store": cmd_store, "search": cmd_search, "about": cmd_about, "decisions": cmd_decisions,
+    "recent": cmd_recent, "list": cmd_list, "get": cmd_get, "update": cmd_update,
+    "reclassify": cmd_reclassify, "archive": _simple("archived", "archive"),
+    "restore": _simple("restored", "restore"), "delete": _simple("deleted", "delete"),
+    "stats": cmd_stats, "reindex": cmd_reindex, "doctor": cmd_doctor, "types": cmd_types,
+    "export": cmd_export, "import": cmd_import, "adopt": cmd_adopt,
+}
+
+
+def run(args: argparse.Namespace) -> int:
+    with Memdir(home=args.home, project=args.project) as md:
+        result = HANDLERS[args.command](md, args)
+    return result if isinstance(result, int) else 0

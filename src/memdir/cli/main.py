@@ -1,0 +1,173 @@
+"""The ``memdir`` command: argument parsing and error handling. Handlers live in commands.py.
+
+Invariants: every error a user can cause prints ``error: …`` and ``hint: …`` on stderr and
+exits non-zero (2 for bad input, 3 for not found, 1 otherwise); ``--json`` output is a single
+JSON document on stdout. Start-up imports only the standard library, PyYAML and memdir's
+core (no frameworks): the hooks call this path on every agent session.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+
+from memdir import __version__
+from memdir.errors import MemdirError
+
+__all__ = ["build_parser", "main"]
+
+DESCRIPTION = """memdir: memory that lasts for AI coding agents.
+Memories are Markdown files (one per memory) in memory directories per scope (user, project,
+team); a SQLite index makes them fast to search. Run `memdir COMMAND --help` for details."""
+
+
+def _common() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--home", help="memdir home (default: $MEMDIR_HOME or the user data dir)")
+    common.add_argument("--project", metavar="PATH",
+                        help="project directory whose memories to use (default: current dir)")
+    common.add_argument("--json", action="store_true", help="print JSON instead of text")
+    return common
+
+
+def _filters(p: argparse.ArgumentParser, *, scope: bool = True) -> None:
+    p.add_argument("--type", action="append", dest="types", metavar="TYPE",
+                   help="only this type (repeatable; aliases accepted)")
+    if scope:
+        p.add_argument("--scope", action="append", dest="scopes",
+                       choices=("user", "project", "team"), help="only this scope (repeatable)")
+    p.add_argument("--tags", help="only memories with any of these tags (comma-separated)")
+    p.add_argument("--paths", help="only memories whose path globs cover these files (comma-sep.)")
+
+
+def _fields(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--name", help="short title (default: the first line of the content)")
+    p.add_argument("--description", help="one line: the recall key (default: first line)")
+    p.add_argument("--tags", help="comma-separated tags")
+    p.add_argument("--paths", help="comma-separated globs of files this memory matters for")
+    p.add_argument("--relevance",
+                   help="0.0-1.0 or critical/high/medium/normal/low (default: by type, else 0.9)")
+    p.add_argument("--meta", action="append", metavar="KEY=VALUE",
+                   help="an extra frontmatter key (repeatable)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _common()
+    parser = argparse.ArgumentParser(prog="memdir", description=DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"memdir {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def add(name: str, help_text: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, parents=[common], help=help_text, description=help_text)
+
+    p = add("store", "store a memory (an exact duplicate reinforces the existing one)")
+    p.add_argument("content", help="the text to remember ('-' reads stdin)")
+    p.add_argument("--type", required=True, help="memory type (see `memdir types`)")
+    p.add_argument("--scope", default="project", choices=("user", "project", "team"))
+    _fields(p)
+
+    p = add("search", "full-text search (BM25 ranked, strength-weighted)")
+    p.add_argument("query")
+    p.add_argument("--limit", type=int, default=10)
+    p.add_argument("--archived", action="store_true", help="include archived memories")
+    _filters(p)
+
+    p = add("about", "everything known about a topic, grouped by type")
+    p.add_argument("topic")
+    p.add_argument("--limit", type=int, default=50)
+    _filters(p)
+
+    p = add("decisions", "all decision memories")
+    p.add_argument("--limit", type=int)
+    _filters(p)
+
+    p = add("recent", "the N most recent memories")
+    p.add_argument("n", nargs="?", type=int, default=10)
+    _filters(p)
+
+    p = add("list", "list memories with filters")
+    p.add_argument("--status", default="active", choices=("active", "archived", "all"))
+    p.add_argument("--limit", type=int)
+    p.add_argument("--order", default="relevance",
+                   choices=("relevance", "recent", "updated", "name"))
+    _filters(p)
+
+    p = add("get", "show one memory (by id or file name)")
+    p.add_argument("ref", help="memory id or file name")
+
+    p = add("update", "change a memory's content or fields (id and file stay)")
+    p.add_argument("ref")
+    p.add_argument("--content", help="new body ('-' reads stdin)")
+    p.add_argument("--reinforce", action="store_true", help="count an explicit reinforcement")
+    _fields(p)
+
+    p = add("reclassify", "move a memory to another type (same id, new file name)")
+    p.add_argument("ref")
+    p.add_argument("type")
+
+    for name, text in (("archive", "archive a memory (searchable with --archived, never injected)"),
+                       ("restore", "bring an archived memory back"),
+                       ("delete", "delete a memory's file (archive is reversible; this is not)")):
+        add(name, text).add_argument("ref")
+
+    add("stats", "counts by type, scope and status")
+    p = add("reindex", "rebuild the index from the memory files alone")
+    p.add_argument("--progress", action="store_true", help="show the progress bar even when "
+                   "stderr is not a terminal")
+    add("doctor", "report broken files, ignored settings and oversized indexes (exit 1 if any)")
+    add("types", "the memory types of each store's taxonomy")
+
+    p = add("export", "write all memories to a folder of Markdown files or a JSON Lines file")
+    p.add_argument("dest", help="a folder (markdown) or a file, '-' for stdout (jsonl)")
+    p.add_argument("--format", choices=("markdown", "jsonl"), default=None,
+                   help="default: jsonl when DEST ends with .jsonl or is '-', else markdown")
+    p.add_argument("--scope", action="append", dest="scopes", choices=("user", "project", "team"))
+
+    p = add("import", "import a folder of Markdown memory files or a JSON Lines file")
+    p.add_argument("src", help="a folder of .md files, a .jsonl file, or '-' for stdin")
+    p.add_argument("--scope", choices=("user", "project", "team"),
+                   help="put everything in this scope (default: each memory's own scope)")
+
+    p = add("adopt", "use Claude Code's auto-memory directory for this project, in place")
+    p.add_argument("--from", dest="source", metavar="DIR",
+                   help="the directory (default: ~/.claude/projects/<key>/memory)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help()
+        return 0
+    from memdir.cli import commands
+
+    try:
+        return commands.run(args)
+    except MemdirError as exc:
+        if getattr(args, "json", False):
+            error = {"code": exc.code, "message": exc.message, "hint": exc.hint}
+            print(json.dumps({"error": error}), file=sys.stderr)
+        else:
+            print(f"error: {exc.message}\nhint: {exc.hint}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:
+        if os.environ.get("MEMDIR_DEBUG"):
+            raise
+        print(f"error: internal error: {exc.__class__.__name__}: {exc}\n"
+              "hint: run again with MEMDIR_DEBUG=1 for a traceback and report it",
+              file=sys.stderr)
+        return 70
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,148 @@
+"""How the CLI shows things to people: tables, one memory in full, grouped lists, progress.
+
+Machine output (``--json``) never comes from here: it is the ``to_dict`` of the values.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TextIO
+
+from memdir.model import Hit, Memory, Problem, Stats, format_time
+
+__all__ = ["Progress", "grouped", "hits_table", "memories_table", "memory_full", "problems",
+           "stats_text"]
+
+
+def _width() -> int:
+    return max(60, shutil.get_terminal_size((120, 24)).columns)
+
+
+def _cut(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: max(width - 1, 1)] + "…"
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    if not rows:
+        return ""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    # The last column takes what is left of the terminal.
+    fixed = sum(widths[:-1]) + 2 * (len(headers) - 1)
+    widths[-1] = max(20, min(widths[-1], _width() - fixed))
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    for row in rows:
+        cells = [c.ljust(w) for c, w in zip(row[:-1], widths[:-1], strict=True)]
+        cells.append(_cut(row[-1], widths[-1]))
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines)
+
+
+def memories_table(memories: Sequence[Memory]) -> str:
+    rows = [(m.id, m.type, m.scope, f"{m.relevance:.2f}", m.updated.strftime("%Y-%m-%d"),
+             f"{m.name} — {m.description}" if m.description != m.name else m.name)
+            for m in memories]
+    return table(("ID", "TYPE", "SCOPE", "REL", "UPDATED", "MEMORY"), rows)
+
+
+def hits_table(hits: Sequence[Hit]) -> str:
+    rows = [(f"{h.score:.3g}", h.memory.id, h.memory.type, h.memory.scope,
+             f"{h.memory.name} — {h.memory.description}"
+             if h.memory.description != h.memory.name else h.memory.name)
+            for h in hits]
+    return table(("SCORE", "ID", "TYPE", "SCOPE", "MEMORY"), rows)
+
+
+def grouped(memories: Sequence[Memory], titles: dict[str, tuple[str, str]]) -> str:
+    """Memories grouped by type under section titles with icons (seed 000's layout)."""
+    order: dict[str, list[Memory]] = {}
+    for m in memories:
+        order.setdefault(m.type, []).append(m)
+    out = []
+    for type_name, items in order.items():
+        icon, title = titles.get(type_name, ("", type_name.title()))
+        out.append(f"### {icon} {title}".replace("  ", " "))
+        out.extend(f"- {m.description if m.description else m.name}  ({m.id})" for m in items)
+        out.append("")
+    return "\n".join(out).rstrip()
+
+
+def memory_full(memory: Memory) -> str:
+    lines = [
+        f"{memory.name}",
+        f"  id: {memory.id}   type: {memory.type}   scope: {memory.scope}   "
+        f"status: {memory.status}",
+        f"  relevance: {memory.relevance}   reinforced: {memory.reinforced}   "
+        f"accessed: {memory.access_count}x"
+        + (f" (last {format_time(memory.last_accessed)})" if memory.last_accessed else ""),
+        f"  created: {format_time(memory.created)}   updated: {format_time(memory.updated)}",
+        f"  description: {memory.description}",
+    ]
+    if memory.tags:
+        lines.append(f"  tags: {', '.join(memory.tags)}")
+    if memory.paths:
+        lines.append(f"  paths: {', '.join(memory.paths)}")
+    for key, value in memory.meta.items():
+        lines.append(f"  {key}: {value}")
+    lines.append(f"  file: {memory.path}")
+    lines += ["", memory.body]
+    return "\n".join(lines)
+
+
+def problems(found: Sequence[Problem]) -> str:
+    if not found:
+        return "no problems found"
+    out = [f"{len(found)} problem(s):"]
+    for p in found:
+        out += [f"- [{p.kind}] {p.where}", f"    {p.message}", f"    fix: {p.hint}"]
+    return "\n".join(out)
+
+
+def stats_text(stats: Stats) -> str:
+    lines = [f"{stats.total} memories ({stats.never_accessed} never accessed, "
+             f"{stats.broken_files} broken files)"]
+    for label, counts in (("by type", stats.by_type), ("by scope", stats.by_scope),
+                          ("by status", stats.by_status)):
+        if counts:
+            lines.append(f"{label}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    for scope, path in stats.directories.items():
+        lines.append(f"{scope} directory: {path} (taxonomy {stats.taxonomy.get(scope)})")
+    lines.append(f"index: {stats.index_path}")
+    return "\n".join(lines)
+
+
+class Progress:
+    """A one-line progress bar on stderr (only on a terminal, or when forced)."""
+
+    def __init__(self, label: str, *, stream: TextIO | None = None, force: bool = False) -> None:
+        self.label = label
+        self.stream = stream or sys.stderr
+        self.enabled = force or self.stream.isatty()
+        self.started = time.monotonic()
+        self._last = 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        now_ = time.monotonic()
+        if done < total and now_ - self._last < 0.1:
+            return
+        self._last = now_
+        width = 30
+        filled = int(width * done / total) if total else width
+        bar = "#" * filled + "-" * (width - filled)
+        end = "\n" if done >= total else ""
+        self.stream.write(f"\r{self.label} [{bar}] {done}/{total}{end}")
+        self.stream.flush()
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+
+def when(value: datetime | None) -> str:
+    return format_time(value) if value else "never"
