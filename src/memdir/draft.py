@@ -21,7 +21,15 @@ from memdir.model import KNOWN_KEYS, SOURCES, Memory, Scope
 from memdir.safety import check_secrets, strip_private
 from memdir.taxonomy import Taxonomy
 
-__all__ = ["MANUAL_RELEVANCE", "clean_text", "draft", "relevance_of", "tag_list"]
+__all__ = [
+    "MANUAL_RELEVANCE",
+    "clean_text",
+    "default_description",
+    "default_name",
+    "draft",
+    "relevance_of",
+    "tag_list",
+]
 
 MANUAL_RELEVANCE = 0.9  # seed 000: manually stored memories default to 0.9
 MAX_NAME = 80
@@ -39,6 +47,14 @@ def _first_line(text: str, limit: int) -> str:
         return line
     cut = line[:limit].rsplit(" ", 1)[0]
     return (cut or line[:limit]).rstrip(" ,.;:") + "…"
+
+
+def default_name(body: str) -> str:
+    return _first_line(body, MAX_NAME)
+
+
+def default_description(body: str) -> str:
+    return _first_line(body, MAX_DESCRIPTION)
 
 
 def tag_list(values: Iterable[str] | str | None, what: str = "tags") -> tuple[str, ...]:
@@ -126,9 +142,9 @@ def draft(content: str, *, type: str, scope: Scope, taxonomy: Taxonomy, now: dat
             "give the text to remember, e.g. memdir store --type fact \"Prod runs Ubuntu 24.04\"",
         )
     title = clean_text(name, anchor) if name else ""
-    title = " ".join(title.split()) or _first_line(body, MAX_NAME)
+    title = " ".join(title.split()) or default_name(body)
     desc = clean_text(description, anchor) if description else ""
-    desc = " ".join(desc.split()) or _first_line(body, MAX_DESCRIPTION)
+    desc = " ".join(desc.split()) or default_description(body)
     memory = Memory(
         id="", name=title, description=desc, type=canonical, body=body, scope=scope,
         relevance=relevance_of(relevance, taxonomy, canonical),

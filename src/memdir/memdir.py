@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 from memdir import store as st
 from memdir.config import load_config, resolve_home, save_adopted
-from memdir.draft import clean_text, draft, relevance_of, tag_list
+from memdir.draft import (
+    clean_text,
+    default_description,
+    default_name,
+    draft,
+    relevance_of,
+    tag_list,
+)
 from memdir.errors import InvalidMemoryError, MemoryNotFoundError, PathTraversalError
 from memdir.files import read_index
 from memdir.index import Index
@@ -191,12 +198,17 @@ class Memdir:
 
         def change(current: Memory) -> Memory:
             merged = {**current.meta, **(meta or {})}
+            # A name or description that was derived from the old body follows the new body.
+            keep_name = content is None or current.name != default_name(current.body)
+            keep_desc = content is None or current.description != default_description(
+                current.body)
             candidate = draft(
                 content if content is not None else current.body, type=current.type,
                 scope=current.scope, taxonomy=self.directory(current.scope).taxonomy,
                 now=stamp, anchor=stamp.astimezone().date(),
-                name=name if name is not None else current.name,
-                description=description if description is not None else current.description,
+                name=name if name is not None else (current.name if keep_name else None),
+                description=description if description is not None else (
+                    current.description if keep_desc else None),
                 tags=tag_list(tags) if tags is not None else current.tags,
                 paths=tag_list(paths, "paths") if paths is not None else current.paths,
                 relevance=relevance if relevance is not None else current.relevance,

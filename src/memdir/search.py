@@ -49,6 +49,23 @@ _STOPWORDS = frozenset(
 )
 
 
+def _variants(token: str) -> list[str]:
+    """Surface forms whose Porter stems differ although the words are one family.
+
+    Porter turns a final 'y' into 'i' ("deploy" -> "deploi") but strips "-ment" after that
+    step ("deployments" -> "deploy"), so "deploy" would never find "Deployments". Asking for
+    both forms restores the match in both directions.
+    """
+    out = [token]
+    if token.endswith("y") and len(token) > 3:
+        out.append(token + "ment")
+    for suffix in ("ments", "ment"):
+        if token.endswith(suffix) and len(token) > len(suffix) + 3:
+            out.append(token[: -len(suffix)])
+            break
+    return out
+
+
 def fts_query(text: str) -> str | None:
     """A safe FTS5 query for free text: an OR of quoted tokens; None when nothing is left."""
     tokens: list[str] = []
@@ -60,7 +77,8 @@ def fts_query(text: str) -> str | None:
     chosen = (content or tokens)[:MAX_QUERY_TOKENS]
     if not chosen:
         return None
-    return " OR ".join(f'"{t}"' for t in chosen)
+    terms = dict.fromkeys(v for t in chosen for v in _variants(t))
+    return " OR ".join(f'"{t}"' for t in terms)
 
 
 def strength(memory: Memory, taxonomy: Taxonomy | None, at: datetime | None = None) -> float:

@@ -64,8 +64,9 @@ class Taxonomy:
         for t in self.types:
             if key == t.name or key in t.aliases:
                 return t.name
-        # Plurals map to the singular: decisions -> decision, policies -> policy.
-        for singular in _singulars(key):
+        # Plurals map to the singular (decisions -> decision, policies -> policy) and, for a
+        # preset whose types are plural (records), the singular to the plural.
+        for singular in (*_singulars(key), key + "s", key[:-1] + "ies"):
             for t in self.types:
                 if singular == t.name or singular in t.aliases:
                     return t.name

@@ -1,0 +1,129 @@
+"""Memory files and MEMORY.md: format details, atomic writes, the index caps and their hints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memdir import Memdir, MemoryFileError
+from memdir.files import MAX_INDEX_BYTES, atomic_write, read_index, slugify
+from memdir.markdown import parse, render
+
+CLAUDE_STYLE = """---
+name: Don't summarize at the end of responses
+description: User explicitly asked to skip summary paragraphs
+type: feedback
+---
+User said "don't summarize" because they can review diffs themselves.
+
+**Why:** summaries waste time.
+**How to apply:** end immediately after completing a task.
+"""
+
+
+def test_claude_code_style_file_parses_with_defaults() -> None:
+    memory = parse(CLAUDE_STYLE, stem="feedback_no_summary")
+    assert memory.id == "feedback_no_summary" and memory.type == "feedback"
+    assert memory.description == "User explicitly asked to skip summary paragraphs"
+    assert memory.body.startswith('User said "don\'t summarize"')
+    assert memory.relevance == 0.9 and memory.status == "active" and memory.tags == ()
+
+
+def test_unknown_keys_survive_a_rewrite(md: Memdir) -> None:
+    memory = md.store("Weekly sync is on Zoom", type="fact")
+    assert memory.path is not None
+    text = memory.path.read_text().replace("status: active\n",
+                                           "status: active\nowner: ana\nlinks: [a, b]\n")
+    memory.path.write_text(text)
+    updated = md.update(memory.id, tags=["meetings"])
+    assert updated.meta == {"owner": "ana", "links": ["a", "b"]}
+    assert "owner: ana" in memory.path.read_text()
+
+
+def test_render_quotes_what_yaml_would_misread() -> None:
+    memory = parse(CLAUDE_STYLE, stem="x").replace(
+        name="yes", description="key: value # not a comment", tags=("null", "1.5", "ok"))
+    again = parse(render(memory), stem="x")
+    assert again.name == "yes" and again.description == "key: value # not a comment"
+    assert again.tags == ("null", "1.5", "ok")
+
+
+def test_body_with_frontmatter_markers_round_trips() -> None:
+    memory = parse(CLAUDE_STYLE, stem="x").replace(body="first\n---\nsecond\n---\nthird")
+    assert parse(render(memory), stem="x").body == "first\n---\nsecond\n---\nthird"
+
+
+@pytest.mark.parametrize("text", ["", "body only", "---\ntype: fact\n", "---\n: :\n---\n"])
+def test_malformed_files_raise_a_file_error_with_a_hint(text: str) -> None:
+    with pytest.raises(MemoryFileError) as info:
+        parse(text, stem="x")
+    assert info.value.hint
+
+
+def test_crlf_and_bom_are_accepted() -> None:
+    text = "\ufeff" + CLAUDE_STYLE.replace("\n", "\r\n")
+    assert parse(text, stem="x").type == "feedback"
+
+
+def test_atomic_write_never_leaves_a_partial_file(tmp_path: Path) -> None:
+    folder = tmp_path / "memories"
+    folder.mkdir()
+    target = folder / "fact_x.md"
+    target.write_text("old complete content")
+
+    class BoomError(Exception):
+        pass
+
+    class Exploding(str):
+        def encode(self, *args: object, **kwargs: object) -> bytes:  # type: ignore[override]
+            raise BoomError
+
+    with pytest.raises(BoomError):
+        atomic_write(target, Exploding("new"))
+    assert target.read_text() == "old complete content"
+    assert [p.name for p in folder.iterdir()] == ["fact_x.md"]  # no temp file left behind
+
+
+def test_slugs() -> None:
+    assert slugify("Testing policy!") == "testing-policy"
+    assert slugify("Café déjà vu") == "cafe-deja-vu"
+    assert slugify("../../etc/passwd") == "etc-passwd"
+    assert slugify("日本語") == "memory"
+    assert len(slugify("x" * 500)) <= 60
+
+
+def test_index_lines_are_short_and_well_formed(md: Memdir) -> None:
+    md.store("word " * 200, type="fact", name="Very long one", description="d" * 400)
+    lines = (md.directory("project").path / "MEMORY.md").read_text().splitlines()
+    entries = [ln for ln in lines if ln.startswith("- [")]
+    assert len(entries) == 1 and len(entries[0]) <= 150 and entries[0].endswith("…")
+
+
+def test_index_is_capped_at_200_lines_with_a_hint(md: Memdir) -> None:
+    md.store_many([{"content": f"fact {n} about subsystem {n}", "type": "fact"}
+                   for n in range(260)])
+    text = md.memory_index()
+    body, _, hint = text.partition("[... truncated")
+    assert len(body.rstrip("\n").split("\n")) == 200
+    assert "200-line cap" in hint and "consolidate" in hint
+    kinds = [p.kind for p in md.doctor()]
+    assert "index-too-long" in kinds and set(kinds) <= {"index-too-long", "index-too-large"}
+
+
+def test_index_is_capped_at_25000_bytes_with_a_hint(tmp_path: Path) -> None:
+    (tmp_path / "MEMORY.md").write_text("\n".join("- " + "x" * 1000 for _ in range(100)))
+    text = read_index(tmp_path)
+    head, _, hint = text.partition("\n\n[... truncated")
+    assert len(head.encode()) <= MAX_INDEX_BYTES
+    assert "25000-byte cap" in hint and "one line" in hint
+
+
+def test_hand_written_index_is_kept_once_as_orig(md: Memdir) -> None:
+    folder = md.directory("project").path
+    folder.mkdir(parents=True)
+    (folder / "MEMORY.md").write_text("# My notes\n- [x](x.md) — hand made\n")
+    md.store("Something new", type="fact")
+    assert (folder / "MEMORY.md.orig").read_text() == "# My notes\n- [x](x.md) — hand made\n"
+    md.store("Something else", type="fact")
+    assert "hand made" in (folder / "MEMORY.md.orig").read_text()
