@@ -301,6 +301,7 @@ class Memdir:
                          f"({','.join('?' * len(tags))}))")
             params.extend(tags)
         orders = {"relevance": "m.relevance DESC, m.updated DESC", "recent": "m.created DESC, "
+                  "m.rowid DESC, "
                   "m.updated DESC", "updated": "m.updated DESC", "name": "m.name"}
         if order not in orders:
             raise InvalidMemoryError(f"unknown order {order!r}", f"use one of {', '.join(orders)}")
