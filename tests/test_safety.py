@@ -72,3 +72,14 @@ def test_a_secret_inside_private_is_stripped_not_refused(md: Memdir) -> None:
     memory = md.store("Prod DB <private>postgres://u:pw12345@h/db</private> is Postgres 16",
                       type="fact")
     assert memory.body == "Prod DB  is Postgres 16"
+
+
+def test_doctor_finds_a_secret_written_into_a_file_by_hand(md: Memdir) -> None:
+    memory = md.store("The deploy user is ci-bot", type="fact")
+    assert memory.path is not None
+    original = memory.path.read_text()
+    memory.path.write_text(original.replace("ci-bot", "ci-bot with AKIAIOSFODNN7EXAMPLE"))
+    problems = md.doctor()
+    assert [(p.kind, p.where) for p in problems] == [("secret", str(memory.path))]
+    assert "AWS access key" in problems[0].message
+    assert "AKIAIOSFODNN7EXAMPLE" not in problems[0].message

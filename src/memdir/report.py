@@ -2,13 +2,14 @@
 
 Both only read. Doctor never modifies a file: it lists broken memory files with the parse
 error and a hint, settings ignored for trust reasons, a team directory that leaves its
-repository, MEMORY.md files over their caps, ids used twice, and temp files left by a killed
-writer.
+repository, MEMORY.md files over their caps, ids used twice, secrets written into files by
+hand, and temp files left by a killed writer.
 """
 
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 from memdir.errors import PathTraversalError
 from memdir.files import INDEX_FILE, MAX_INDEX_BYTES, MAX_INDEX_LINES
 from memdir.model import SCOPES, Problem, Stats
+from memdir.safety import find_secrets
 
 if TYPE_CHECKING:
     from memdir.memdir import Memdir
@@ -68,6 +70,7 @@ def doctor(md: Memdir, dirs: Sequence[MemoryDir]) -> list[Problem]:
                 "duplicate-id", str(mdir.path), f"id {row[0]!r} is used by {row[1]}",
                 "give each file its own 'id:' (or delete the line to use the file name)"))
         problems.extend(_index_problems(mdir))
+        problems.extend(_secret_problems(conn, mdir))
         try:
             leftovers = [n for n in os.listdir(mdir.path)
                          if n.startswith(".") and n.endswith(".tmp")]
@@ -78,6 +81,20 @@ def doctor(md: Memdir, dirs: Sequence[MemoryDir]) -> list[Problem]:
                                     "temporary file left by an interrupted write",
                                     "delete it; the memory it belonged to was not affected"))
     return problems
+
+
+def _secret_problems(conn: sqlite3.Connection, mdir: MemoryDir) -> list[Problem]:
+    """Files written by hand bypass the write-time refusal; doctor still catches secrets."""
+    out = []
+    for row in conn.execute("SELECT file, name, description, body, tags, meta FROM memories "
+                            "WHERE dir = ? ORDER BY file", (mdir.key,)):
+        found = find_secrets(row[1:])
+        if found:
+            out.append(Problem("secret", str(mdir.path / row[0]),
+                               f"the file contains {', '.join(found)}",
+                               "remove the secret from the file (keep credentials in a secret "
+                               "manager); memdir refuses to store them itself"))
+    return out
 
 
 def _index_problems(mdir: MemoryDir) -> list[Problem]:
