@@ -36,8 +36,17 @@ MAX_NAME = 80
 MAX_DESCRIPTION = 200
 
 
-def clean_text(value: str, anchor: date) -> str:
-    return absolutize_dates(strip_private(value), anchor).strip()
+def clean_text(value: str, anchor: date | None) -> str:
+    """``<private>`` stripped; relative dates made absolute unless ``anchor`` is None."""
+    text = strip_private(value)
+    return (absolutize_dates(text, anchor) if anchor is not None else text).strip()
+
+
+def _text(value: object, what: str) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise InvalidMemoryError(f"{what} must be text, not {value.__class__.__name__}",
+                             f"give {what} as a string")
 
 
 def _first_line(text: str, limit: int) -> str:
@@ -62,6 +71,9 @@ def tag_list(values: Iterable[str] | str | None, what: str = "tags") -> tuple[st
         return ()
     if isinstance(values, str):
         values = values.split(",")
+    if not isinstance(values, list | tuple | set | frozenset):
+        raise InvalidMemoryError(f"{what} must be a list of strings, not "
+                                 f"{values.__class__.__name__}", f"give {what} as a list")
     out: list[str] = []
     for value in values:
         if not isinstance(value, str):
@@ -125,13 +137,19 @@ def _strings(meta: Mapping[str, Any]) -> Iterable[str]:
 
 
 def draft(content: str, *, type: str, scope: Scope, taxonomy: Taxonomy, now: datetime,
-          anchor: date, name: str | None = None, description: str | None = None,
+          anchor: date | None, name: str | None = None, description: str | None = None,
           tags: Iterable[str] | str | None = (), paths: Iterable[str] | str | None = (),
           relevance: float | str | None = None, meta: Mapping[str, Any] | None = None,
           source: str = "manual") -> Memory:
-    """A new, validated memory (no id or path yet: the store assigns them)."""
-    if not isinstance(content, str):
-        raise InvalidMemoryError(f"content must be text, not {content.__class__.__name__}")
+    """A new, validated memory (no id or path yet: the store assigns them).
+
+    ``anchor`` is the day relative dates are counted from; None leaves dates as written
+    (imports: the text was already stored once).
+    """
+    content = _text(content, "content") or ""
+    name, description = _text(name, "name"), _text(description, "description")
+    if not isinstance(type, str):
+        raise InvalidMemoryError("type must be text", f"use one of: {', '.join(taxonomy.names)}")
     canonical = taxonomy.resolve(type)
     if source not in SOURCES:
         raise InvalidMemoryError(f"unknown source {source!r}", f"use one of: {', '.join(SOURCES)}")

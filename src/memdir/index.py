@@ -18,6 +18,7 @@ import json
 import logging
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -153,8 +154,27 @@ def memory_to_row(memory: Memory, directory: str, norm_hash: str, mtime_ns: int,
         memory.type, memory.body, memory.relevance, json.dumps(list(memory.tags)),
         json.dumps(list(memory.paths)), memory.source, format_time(memory.created),
         format_time(memory.updated), memory.reinforced, memory.status, memory.superseded_by,
-        json.dumps(dict(memory.meta), default=str), norm_hash, mtime_ns, size,
+        json.dumps(dict(memory.meta), default=_encode_meta), norm_hash, mtime_ns, size,
     )
+
+
+# YAML frontmatter can hold dates; JSON cannot. Tag them so meta read back from the index
+# equals meta read from the file.
+def _encode_meta(value: object) -> object:
+    if isinstance(value, datetime):
+        return {"$datetime": value.isoformat()}
+    if isinstance(value, date):
+        return {"$date": value.isoformat()}
+    return str(value)
+
+
+def _decode_meta(obj: dict[str, Any]) -> object:
+    if len(obj) == 1:
+        if "$datetime" in obj:
+            return datetime.fromisoformat(obj["$datetime"])
+        if "$date" in obj:
+            return date.fromisoformat(obj["$date"])
+    return obj
 
 
 def row_to_memory(row: sqlite3.Row) -> Memory:
@@ -167,7 +187,7 @@ def row_to_memory(row: sqlite3.Row) -> Memory:
         source=row["source"], created=parse_time(row["created"]) or now(),
         updated=parse_time(row["updated"]) or now(), reinforced=row["reinforced"],
         status=row["status"], superseded_by=row["superseded_by"],
-        meta=json.loads(row["meta"]), path=Path(row["dir"]) / row["file"],
+        meta=json.loads(row["meta"], object_hook=_decode_meta), path=Path(row["dir"]) / row["file"],
         access_count=(row["access_count"] or 0) if "access_count" in keys else 0,
         last_accessed=parse_time(last) if last else None,
     )

@@ -63,6 +63,17 @@ KNOWN_KEYS = (
 )
 
 
+def _jsonable(value: Any) -> Any:
+    """Meta values as JSON can carry them: YAML dates become ISO strings."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return value
+
+
 def now() -> datetime:
     """The current time, UTC, to the second (files store seconds)."""
     return datetime.now(UTC).replace(microsecond=0)
@@ -141,7 +152,7 @@ class Memory:
             "reinforced": self.reinforced,
             "status": self.status,
             "superseded_by": self.superseded_by,
-            "meta": dict(self.meta),
+            "meta": _jsonable(dict(self.meta)),
             "content": self.body,
             "file": str(self.path) if self.path else None,
             "access_count": self.access_count,

@@ -64,7 +64,11 @@ def export_memories(md: Memdir, dest: str | Path, *, fmt: str = "markdown",
     for memory in memories:
         folder = root / memory.scope
         folder.mkdir(parents=True, exist_ok=True)
-        atomic_write(folder / memory.file, render(memory), fsync=False)
+        try:  # the file itself, byte for byte: YAML types in unknown keys survive
+            text = memory.path.read_text(encoding="utf-8") if memory.path else render(memory)
+        except OSError:
+            text = render(memory)
+        atomic_write(folder / memory.file, text, fsync=False)
     return len(memories)
 
 
@@ -130,7 +134,7 @@ def _memory_from_item(md: Memdir, item: dict[str, Any], scope: Scope) -> Memory:
         raise InvalidMemoryError("each memory needs a 'content' string")
     memory = draft(
         content, type=str(item.get("type", "")), scope=scope,
-        taxonomy=md.directory(scope).taxonomy, now=created, anchor=created.date(),
+        taxonomy=md.directory(scope).taxonomy, now=created, anchor=None,
         name=item.get("name"), description=item.get("description"),
         tags=item.get("tags") or (), paths=item.get("paths") or (),
         relevance=item.get("relevance"), meta=meta, source=str(item.get("source") or "imported"))
@@ -140,7 +144,8 @@ def _memory_from_item(md: Memdir, item: dict[str, Any], scope: Scope) -> Memory:
         raise InvalidMemoryError(f"unknown status {status!r}")
     return memory.replace(
         id=str(item.get("id") or ""), updated=updated, status=status,
-        reinforced=reinforced if isinstance(reinforced, int) and reinforced >= 0 else 0,
+        reinforced=reinforced if isinstance(reinforced, int) and not isinstance(reinforced, bool)
+        and reinforced >= 0 else 0,
         superseded_by=item.get("superseded_by") or None)
 
 
@@ -171,6 +176,9 @@ def import_memories(md: Memdir, src: str | Path, *, scope: Scope | None = None) 
             memory = _memory_from_item(md, item, target)
         except MemdirError as exc:
             report.errors.append((where, f"{exc.message} ({exc.hint})"))
+            continue
+        except (TypeError, ValueError) as exc:  # a shape no validator foresaw: report, go on
+            report.errors.append((where, f"invalid item: {exc}"))
             continue
         mdir = md.directory(target)
         digest = st.norm_hash(memory.body)

@@ -13,6 +13,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from memdir import __version__
 from memdir.errors import MemdirError
@@ -24,8 +25,22 @@ Memories are Markdown files (one per memory) in memory directories per scope (us
 team); a SQLite index makes them fast to search. Run `memdir COMMAND --help` for details."""
 
 
-def _common() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+class _Parser(argparse.ArgumentParser):
+    """argparse with memdir's error shape: an ``error:`` line, a ``hint:`` line, exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        hint = f"run `{self.prog} --help` to see the arguments"
+        if "--json" in sys.argv:
+            error = {"code": "usage", "message": message, "hint": hint}
+            print(json.dumps({"error": error}), file=sys.stderr)
+        else:
+            print(f"error: {message}\nhint: {hint}", file=sys.stderr)
+        sys.exit(2)
+
+
+def _common() -> _Parser:
+    common = _Parser(add_help=False)
     common.add_argument("--home", help="memdir home (default: $MEMDIR_HOME or the user data dir)")
     common.add_argument("--project", metavar="PATH",
                         help="project directory whose memories to use (default: current dir)")
@@ -56,10 +71,10 @@ def _fields(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     common = _common()
-    parser = argparse.ArgumentParser(prog="memdir", description=DESCRIPTION,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(prog="memdir", description=DESCRIPTION,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"memdir {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     def add(name: str, help_text: str) -> argparse.ArgumentParser:
         return sub.add_parser(name, parents=[common], help=help_text, description=help_text)
