@@ -257,3 +257,23 @@ def test_memory_index_is_regenerated_on_every_change(md: Memdir) -> None:
     md.restore(a.id)
     md.reclassify(a.id, "policy")
     assert "policy_linter.md" in index.read_text() and a.file not in index.read_text()
+
+
+def test_a_write_blocked_too_long_is_a_clear_error(
+        home: Path, repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import memdir.index
+    from memdir.errors import IndexBusyError
+
+    with Memdir(home=home, project=repo) as md:
+        md.store("warm up the index", type="fact")
+    monkeypatch.setattr(memdir.index, "BUSY_TIMEOUT_MS", 200)
+    blocker = sqlite3.connect(home / "index.sqlite")
+    blocker.execute("BEGIN IMMEDIATE")
+    try:
+        with Memdir(home=home, project=repo) as md, pytest.raises(IndexBusyError) as info:
+            md.store("a new memory", type="fact")
+    finally:
+        blocker.rollback()
+        blocker.close()
+    assert "try again" in info.value.hint
+    assert not list(md.directory("project").path.glob("fact_a-new-memory*.md"))

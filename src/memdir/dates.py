@@ -34,7 +34,7 @@ _RULES = re.compile(
     rf"|(?P<period_rel>next|last|this)\s+(?P<period>week|month|year)"
     rf"|(?P<prep>on|by|after|before|until|till|from|since|due)\s+(?P<prepwd>{_WD})"
     rf"|in\s+(?P<innum>{_NUM})\s+(?P<inunit>{_UNIT})"
-    rf"|(?P<agonum>{_NUM})\s+(?P<agounit>{_UNIT})\s+ago"
+    rf"|(?<![-./:\d])(?P<agonum>{_NUM})\s+(?P<agounit>{_UNIT})\s+ago"
     r")\b(?!'s)",
     re.IGNORECASE,
 )

@@ -38,7 +38,7 @@ MAX_DESCRIPTION = 200
 
 def clean_text(value: str, anchor: date | None) -> str:
     """``<private>`` stripped; relative dates made absolute unless ``anchor`` is None."""
-    text = strip_private(value)
+    text = strip_private(value).replace("\r\n", "\n").replace("\r", "\n")
     return (absolutize_dates(text, anchor) if anchor is not None else text).strip()
 
 

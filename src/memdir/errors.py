@@ -11,6 +11,7 @@ from __future__ import annotations
 __all__ = [
     "ConfigError",
     "DuplicateNameError",
+    "IndexBusyError",
     "IndexCorruptError",
     "InvalidMemoryError",
     "MemdirError",
@@ -119,4 +120,14 @@ class IndexCorruptError(MemdirError):
     default_hint = (
         "The index is derived data: delete index.sqlite (usage counters are lost) or run "
         "`memdir reindex` to rebuild it from the memory files."
+    )
+
+
+class IndexBusyError(MemdirError):
+    """Another process held the index's write lock for longer than the busy timeout."""
+
+    code = "index_busy"
+    default_hint = (
+        "Another memdir process is writing a lot at once (a bulk import or reindex?); "
+        "try again when it has finished."
     )

@@ -22,14 +22,14 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from memdir.errors import IndexCorruptError
+from memdir.errors import IndexBusyError, IndexCorruptError
 from memdir.model import Memory, Scope, format_time, now, parse_time
 
 __all__ = ["BM25_WEIGHTS", "MEMORY_COLUMNS", "Index", "connect"]
 
 log = logging.getLogger("memdir")
 
-BUSY_TIMEOUT_MS = 10_000
+BUSY_TIMEOUT_MS = 30_000
 USAGE_TIMEOUT_MS = 100
 # name, description, body, tags, paths: description and name weigh most (DESIGN §4).
 BM25_WEIGHTS = (6.0, 8.0, 1.0, 4.0, 2.0)
@@ -229,7 +229,10 @@ class Index:
     def write(self) -> Iterator[sqlite3.Connection]:
         """A write transaction: BEGIN IMMEDIATE ... COMMIT, rolled back on any error."""
         conn = self.conn
-        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise IndexBusyError(f"the index {self.path} stayed locked: {exc}") from None
         try:
             yield conn
         except BaseException:
@@ -271,7 +274,7 @@ class Index:
                     "last_accessed = excluded.last_accessed",
                     [(d, i, stamp) for d, i in items],
                 )
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, IndexBusyError) as exc:
             log.warning("memdir: usage counters not updated (%s); the read itself succeeded", exc)
         finally:
             with contextlib.suppress(sqlite3.Error):

@@ -30,7 +30,10 @@ __all__ = ["parse", "parse_relevance", "render", "split_frontmatter"]
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
-_PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9 _.,/()'+-]*\Z")
+_PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9 _./()'+-]*\Z")
+# Characters YAML does not accept raw (non-printable) or reads as line breaks.
+_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
+_CLOSING = re.compile(r"\r?\n---(?:\r?\n|\Z)")
 _YAML_WORDS = frozenset(
     ["y", "yes", "n", "no", "true", "false", "on", "off", "null", "none", "~"]
 )
@@ -38,18 +41,16 @@ _YAML_WORDS = frozenset(
 
 def split_frontmatter(text: str) -> tuple[str, str]:
     """Split a file into (frontmatter text, body). Raises MemoryFileError without one."""
-    text = text.replace("\r\n", "\n")
     if text.startswith("\ufeff"):
         text = text[1:]
-    if not text.startswith("---\n"):
+    opening = re.match(r"---\r?\n", text)
+    if not opening:
         raise MemoryFileError("no frontmatter: the file must start with a '---' line")
-    end = text.find("\n---\n", 3)
-    if end == -1:
-        if text.endswith("\n---"):
-            end = len(text) - 4
-        else:
-            raise MemoryFileError("unterminated frontmatter: no closing '---' line")
-    return text[4 : end + 1], text[end + 5 :]
+    closing = _CLOSING.search(text, 3)
+    if closing is None:
+        raise MemoryFileError("unterminated frontmatter: no closing '---' line")
+    front = text[opening.end() : closing.start()].replace("\r\n", "\n") + "\n"
+    return front, text[closing.end() :]
 
 
 def parse_relevance(value: object) -> float:
@@ -154,7 +155,8 @@ def _scalar(value: object) -> str:
     text = str(value)
     if _PLAIN.match(text) and text.lower() not in _YAML_WORDS and not text.endswith(" "):
         return text
-    return json.dumps(text, ensure_ascii=False)
+    quoted = json.dumps(text, ensure_ascii=False)
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", quoted)
 
 
 def _flow(values: tuple[str, ...]) -> str:

@@ -80,7 +80,8 @@ def now() -> datetime:
 
 
 def format_time(value: datetime) -> str:
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    value = value.astimezone(UTC)
+    return f"{value.year:04d}-{value:%m-%dT%H:%M:%S}Z"
 
 
 def parse_time(value: object) -> datetime | None:
