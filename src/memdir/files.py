@@ -19,16 +19,16 @@ import os
 import re
 import secrets
 import unicodedata
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from stat import S_ISREG
 
 __all__ = [
     "INDEX_FILE",
     "MAX_INDEX_BYTES",
     "MAX_INDEX_LINES",
-    "IndexLine",
     "atomic_write",
+    "index_line",
     "new_id",
     "read_index",
     "render_index",
@@ -55,8 +55,10 @@ def slugify(text: str, limit: int = 60) -> str:
     return slug[:limit].rstrip("-") or "memory"
 
 
-def atomic_write(path: Path, text: str, *, fsync: bool = True) -> None:
-    """Write ``text`` to ``path`` so that readers see the old file or the new one, never half."""
+def atomic_write(path: Path, text: str, *, fsync: bool = True) -> os.stat_result:
+    """Write ``text`` to ``path`` so that readers see the old file or the new one, never half.
+
+    Returns the new file's stat (taken before the rename, which keeps size and mtime)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     data = text.encode("utf-8")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -66,11 +68,13 @@ def atomic_write(path: Path, text: str, *, fsync: bool = True) -> None:
             fh.flush()
             if fsync:
                 os.fsync(fh.fileno())
+            st = os.fstat(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
+    return st
 
 
 @dataclass(frozen=True)
@@ -80,59 +84,59 @@ class FileState:
     size: int
 
 
-def scan_dir(directory: Path) -> Iterator[FileState]:
-    """Memory files in a directory: ``*.md`` except MEMORY.md and dotfiles; no recursion."""
+def scan_dir(directory: Path) -> dict[str, tuple[int, int]]:
+    """Memory files in a directory -> (mtime_ns, size): ``*.md`` except MEMORY.md and dotfiles,
+    regular files (symlinks followed: the caller vets them), no recursion.
+
+    This runs before every command over every file, so it is a tight loop on purpose.
+    """
+    out: dict[str, tuple[int, int]] = {}
     try:
         entries = os.scandir(directory)
-    except FileNotFoundError:
-        return
+    except (FileNotFoundError, NotADirectoryError):
+        return out
     with entries:
         for entry in entries:
             name = entry.name
-            if not name.endswith(".md") or name.startswith(".") or name == INDEX_FILE:
+            if name[-3:] != ".md" or name[0] == "." or name == INDEX_FILE:
                 continue
             try:
-                st = entry.stat()  # follows symlinks; the caller vets them
-                if not entry.is_file():
-                    continue
+                st = entry.stat()
             except OSError:
                 continue
-            yield FileState(name, st.st_mtime_ns, st.st_size)
+            if S_ISREG(st.st_mode):
+                out[name] = (st.st_mtime_ns, st.st_size)
+    return out
 
 
-@dataclass(frozen=True)
-class IndexLine:
-    name: str
-    file: str
-    type: str
-    description: str
-
-
-def _line(entry: IndexLine) -> str:
-    name = entry.name.replace("[", "(").replace("]", ")").replace("\n", " ")
-    head = f"- [{name}]({entry.file}) ({entry.type}) — "
-    desc = " ".join(entry.description.split())
+def index_line(name: str, file: str, type_name: str, description: str) -> str:
+    """One MEMORY.md entry: ``- [name](file) (type) — description``, at most ~150 chars."""
+    name = " ".join(name.replace("[", "(").replace("]", ")").split())
+    head = f"- [{name}]({file}) ({type_name}) — "
+    desc = " ".join(description.split())
     room = MAX_LINE_CHARS - len(head)
     if len(desc) > room:
         desc = desc[: max(room - 1, 0)].rstrip() + "…"
     return head + desc
 
 
-def render_index(entries: Iterable[IndexLine]) -> str:
-    lines = ["# Memory Index", "", _MARKER, ""]
-    lines.extend(_line(e) for e in entries)
-    return "\n".join(lines) + "\n"
+def render_index(lines: str) -> str:
+    """MEMORY.md from its entry lines (already joined with newlines)."""
+    return f"# Memory Index\n\n{_MARKER}\n\n" + (lines + "\n" if lines else "")
 
 
-def write_index(directory: Path, entries: Iterable[IndexLine]) -> None:
+def write_index(directory: Path, lines: str) -> None:
     path = directory / INDEX_FILE
-    if path.exists():
-        with contextlib.suppress(OSError):
-            current = path.read_text(encoding="utf-8", errors="replace")
-            orig = directory / (INDEX_FILE + ".orig")
-            if _MARKER not in current and current.strip() and not orig.exists():
-                atomic_write(orig, current)
-    atomic_write(path, render_index(entries), fsync=False)
+    orig = directory / (INDEX_FILE + ".orig")
+    if not orig.exists():
+        # A MEMORY.md memdir did not write (an adopted directory) is kept once. Its first
+        # few hundred bytes tell: ours carries the marker on its third line.
+        with contextlib.suppress(OSError), open(path, "rb") as fh:
+            head = fh.read(512).decode("utf-8", errors="replace")
+            if _MARKER not in head and head.strip():
+                fh.seek(0)
+                atomic_write(orig, fh.read().decode("utf-8", errors="replace"))
+    atomic_write(path, render_index(lines), fsync=False)
 
 
 def read_index(directory: Path) -> str:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import date, datetime
@@ -23,11 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from memdir.errors import IndexBusyError, IndexCorruptError
+from memdir.files import index_line
 from memdir.model import Memory, Scope, format_time, now, parse_time
 
 __all__ = ["BM25_WEIGHTS", "MEMORY_COLUMNS", "Index", "connect"]
-
-log = logging.getLogger("memdir")
 
 BUSY_TIMEOUT_MS = 30_000
 USAGE_TIMEOUT_MS = 100
@@ -37,7 +35,7 @@ BM25_WEIGHTS = (6.0, 8.0, 1.0, 4.0, 2.0)
 MEMORY_COLUMNS = (
     "dir", "file", "scope", "id", "name", "description", "type", "body", "relevance", "tags",
     "paths", "source", "created", "updated", "reinforced", "status", "superseded_by", "meta",
-    "norm_hash", "mtime_ns", "size",
+    "norm_hash", "mtime_ns", "size", "index_line",
 )
 
 _MIGRATIONS: tuple[tuple[str, str], ...] = (
@@ -55,7 +53,7 @@ _MIGRATIONS: tuple[tuple[str, str], ...] = (
             norm_hash TEXT NOT NULL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
             UNIQUE (dir, file)
         );
-        CREATE INDEX memories_id ON memories (id);
+        CREATE INDEX memories_id ON memories (dir, id);
         CREATE INDEX memories_hash ON memories (dir, norm_hash);
         CREATE INDEX memories_listing ON memories (dir, status, relevance DESC);
         CREATE TABLE usage (
@@ -89,6 +87,25 @@ _MIGRATIONS: tuple[tuple[str, str], ...] = (
             INSERT INTO memories_fts (rowid, name, description, body, tags, paths)
             VALUES (new.rowid, new.name, new.description, new.body, new.tags, new.paths);
         END;
+        """,
+    ),
+    (
+        "MEMORY.md line per memory and covering indexes for the index file and reconcile "
+        "(rows are derived: the next reconcile rebuilds them)",
+        """
+        DELETE FROM memories;
+        DELETE FROM broken;
+        ALTER TABLE memories ADD COLUMN index_line TEXT NOT NULL DEFAULT '';
+        DROP INDEX memories_listing;
+        CREATE INDEX memories_listing ON memories
+            (dir, status, relevance DESC, updated DESC, file, index_line);
+        CREATE INDEX memories_files ON memories (dir, file, mtime_ns, size);
+        """,
+    ),
+    (
+        "directory fingerprints: reconcile skips an unchanged directory",
+        """
+        CREATE TABLE dir_state (dir TEXT PRIMARY KEY, fingerprint TEXT NOT NULL) WITHOUT ROWID;
         """,
     ),
 )
@@ -155,6 +172,7 @@ def memory_to_row(memory: Memory, directory: str, norm_hash: str, mtime_ns: int,
         json.dumps(list(memory.paths)), memory.source, format_time(memory.created),
         format_time(memory.updated), memory.reinforced, memory.status, memory.superseded_by,
         json.dumps(dict(memory.meta), default=_encode_meta), norm_hash, mtime_ns, size,
+        index_line(memory.name, memory.file, memory.type, memory.description),
     )
 
 
@@ -261,21 +279,27 @@ class Index:
     def touch(self, memories: Iterable[Memory]) -> None:
         """Count a retrieval of each memory. Never raises: usage must not fail a read."""
         items = [(str(m.path.parent), m.id) for m in memories if m.path is not None]
-        if not items:
-            return
-        stamp = format_time(now())
+        if items:
+            stamp = format_time(now())
+            self.try_write(
+                "INSERT INTO usage (dir, id, access_count, last_accessed) VALUES (?, ?, 1, ?) "
+                "ON CONFLICT (dir, id) DO UPDATE SET access_count = access_count + 1, "
+                "last_accessed = excluded.last_accessed",
+                [(d, i, stamp) for d, i in items], "usage counters not updated")
+
+    def try_write(self, sql: str, rows: Sequence[Sequence[Any]], what: str) -> bool:
+        """A small write on a read path: waits briefly for the lock, logs instead of raising."""
         conn = self.conn
         try:
             conn.execute(f"PRAGMA busy_timeout = {USAGE_TIMEOUT_MS}")
             with self.write() as tx:
-                tx.executemany(
-                    "INSERT INTO usage (dir, id, access_count, last_accessed) VALUES (?, ?, 1, ?) "
-                    "ON CONFLICT (dir, id) DO UPDATE SET access_count = access_count + 1, "
-                    "last_accessed = excluded.last_accessed",
-                    [(d, i, stamp) for d, i in items],
-                )
+                tx.executemany(sql, rows)
+            return True
         except (sqlite3.Error, IndexBusyError) as exc:
-            log.warning("memdir: usage counters not updated (%s); the read itself succeeded", exc)
+            import logging
+
+            logging.getLogger("memdir").warning("memdir: %s (%s); the read succeeded", what, exc)
+            return False
         finally:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")

@@ -20,15 +20,11 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-import yaml
-
 from memdir.errors import MemoryFileError
 from memdir.model import KNOWN_KEYS, RELEVANCE_WORDS, Memory, Scope, format_time, parse_time
 
 __all__ = ["parse", "parse_relevance", "render", "split_frontmatter"]
 
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 _PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9 _./()'+-]*\Z")
 # Characters YAML does not accept raw (non-printable) or reads as line breaks.
@@ -85,9 +81,12 @@ def _str_list(value: object, key: str) -> tuple[str, ...]:
 
 def parse(text: str, *, stem: str, scope: Scope = "project") -> Memory:
     """Parse a memory file. ``stem`` (the file name without .md) is the id when none is set."""
+    import yaml  # here, not at the top: a command that parses nothing never pays for it
+
     front, body = split_frontmatter(text)
     try:
-        data = yaml.load(front, Loader=_Loader) if front.strip() else {}
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        data = yaml.load(front, Loader=loader) if front.strip() else {}
     except yaml.YAMLError as exc:
         raise MemoryFileError(f"invalid YAML in frontmatter: {exc}".replace("\n", " ")) from None
     if data is None:
@@ -193,7 +192,10 @@ def render(memory: Memory) -> str:
 
 
 def _render_meta(meta: Mapping[str, Any]) -> str:
+    import yaml
+
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
     out: str = yaml.dump(
-        dict(meta), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=10_000
+        dict(meta), Dumper=dumper, sort_keys=False, allow_unicode=True, width=10_000
     )
     return out

@@ -19,14 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 from memdir import store as st
 from memdir.config import load_config, resolve_home, save_adopted
-from memdir.draft import (
-    clean_text,
-    default_description,
-    default_name,
-    draft,
-    relevance_of,
-    tag_list,
-)
 from memdir.errors import InvalidMemoryError, MemoryNotFoundError, PathTraversalError
 from memdir.files import read_index
 from memdir.index import Index
@@ -111,6 +103,8 @@ class Memdir:
     # -- writing -----------------------------------------------------------------------------
 
     def _draft(self, content: str, scope: Scope, **kw: Any) -> Memory:
+        from memdir.draft import draft  # write path only: keeps read commands light
+
         mdir = self.directory(scope)
         stamp = self._clock()
         return draft(content, scope=scope, taxonomy=mdir.taxonomy, now=stamp,
@@ -194,6 +188,8 @@ class Memdir:
                meta: Mapping[str, Any] | None = None, reinforce: bool = False) -> Memory:
         """Change fields of a memory (id and file name stay). ``reinforce`` counts one more
         explicit reinforcement, which also resets its decay."""
+        from memdir.draft import default_description, default_name, draft, tag_list
+
         stamp = self._clock()
 
         def change(current: Memory) -> Memory:
@@ -223,6 +219,8 @@ class Memdir:
 
     def reclassify(self, ref: str, type: str) -> Memory:
         """Move a memory to another type: new ``<type>_<slug>.md`` file, same id."""
+        from memdir.draft import relevance_of
+
         stamp = self._clock()
 
         def change(current: Memory) -> Memory:
@@ -373,4 +371,6 @@ class Memdir:
 
     def clean(self, text: str) -> str:
         """Text as memdir would store it: <private> stripped, relative dates absolute."""
+        from memdir.draft import clean_text
+
         return clean_text(text, self._clock().astimezone().date())

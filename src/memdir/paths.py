@@ -15,13 +15,11 @@ Invariants:
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote
 
 from memdir.errors import PathTraversalError
 
@@ -48,6 +46,8 @@ def project_key(root: Path) -> str:
     text = str(root)
     key = re.sub(r"[^A-Za-z0-9]", "-", text)
     if len(key) > _MAX_KEY:
+        import hashlib
+
         digest = hashlib.sha256(text.encode()).hexdigest()[:12]
         key = key[: _MAX_KEY - 13] + "-" + digest
     return key
@@ -100,6 +100,23 @@ def _canonical_from_gitfile(worktree: Path, dotgit: Path) -> Path:
     return common.parent if common.name == ".git" else common
 
 
+_PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
+
+
+def unquote(text: str) -> str:
+    """Percent-decoding (as urllib.parse.unquote, byte-wise; without its import cost)."""
+    if "%" not in text:
+        return text
+    out = bytearray()
+    last = 0
+    for match in _PERCENT.finditer(text):
+        out += text[last : match.start()].encode("utf-8", "surrogatepass")
+        out.append(int(match.group(1), 16))
+        last = match.end()
+    out += text[last:].encode("utf-8", "surrogatepass")
+    return out.decode("utf-8", errors="replace")
+
+
 _LOOKALIKES = re.compile(r"[\u2024\u2025\u2026\uFE52\uFF0E\u2215\u2044\uFF0F\u29F8\uFF3C\uFE68]")
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
@@ -128,19 +145,22 @@ def _check_input(relative: str) -> None:
         raise PathTraversalError(f"'..' in path: {relative!r}")
 
 
-def _deepest_existing_realpath(path: Path) -> Path:
-    """Layer 3 helper: realpath of the deepest existing ancestor, with the rest re-attached."""
+def _deepest_existing_realpath(path: str, base: str, real_base: str) -> str:
+    """Layer 3 helper: realpath of the deepest existing ancestor, with the rest re-attached.
+
+    When that ancestor is the base itself (a new file in the directory: the common case),
+    its real path is already known.
+    """
     missing: list[str] = []
     current = path
     while not os.path.lexists(current):
-        missing.append(current.name)
-        if current.parent == current:
+        head, name = os.path.split(current)
+        missing.append(name)
+        if head == current:
             break
-        current = current.parent
-    real = Path(os.path.realpath(current))
-    for name in reversed(missing):
-        real = real / name
-    return real
+        current = head
+    real = real_base if current == base else os.path.realpath(current)
+    return os.path.join(real, *reversed(missing)) if missing else real
 
 
 def _inside(child: str, base: str) -> bool:
@@ -159,7 +179,7 @@ def safe_join(base: Path, relative: str) -> Path:
     # Layer 3: symlinks. The real path of the deepest existing ancestor must stay inside the
     # real base, so a symlink planted inside the directory cannot lead writes outside it.
     real_base = os.path.realpath(base_abs)
-    real = str(_deepest_existing_realpath(Path(joined)))
+    real = _deepest_existing_realpath(joined, base_abs, real_base)
     if not _inside(real, real_base) or real == real_base:
         raise PathTraversalError(
             f"path {relative!r} resolves through a symlink to {real}, outside {real_base}"

@@ -16,7 +16,6 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import sqlite3
 from collections.abc import Callable, Sequence
@@ -26,7 +25,6 @@ from pathlib import Path
 from memdir.errors import MemdirError, MemoryFileError, PathTraversalError
 from memdir.files import (
     FileState,
-    IndexLine,
     atomic_write,
     new_id,
     scan_dir,
@@ -56,21 +54,25 @@ class MemoryDir:
 
 
 def norm_hash(body: str) -> str:
+    import hashlib
+
     return hashlib.sha1(" ".join(body.lower().split()).encode("utf-8")).hexdigest()
 
 
 def _file_name(conn: sqlite3.Connection, mdir: MemoryDir, memory: Memory,
                taken: set[str]) -> str:
+    """``<type>_<slug>.md``, or the first free ``-2``, ``-3``... of it."""
     base = f"{memory.type}_{slugify(memory.name)}"
-    for n in range(1, 10_000):
+    # One indexed prefix query instead of one query per candidate. Slugs and type names hold
+    # only [a-z0-9-], so the GLOB pattern needs no escaping.
+    used = {r[0] for r in conn.execute(
+        "SELECT file FROM memories WHERE dir = ? AND file GLOB ?", (mdir.key, base + "*.md"))}
+    n = 1
+    while True:
         name = f"{base}.md" if n == 1 else f"{base}-{n}.md"
-        if name in taken or (mdir.path / name).exists():
-            continue
-        if conn.execute("SELECT 1 FROM memories WHERE dir = ? AND file = ?",
-                        (mdir.key, name)).fetchone():
-            continue
-        return name
-    raise MemdirError(f"no free file name for {base}.md", "choose a different name")
+        if name not in taken and name not in used and not (mdir.path / name).exists():
+            return name
+        n += 1
 
 
 def _fresh_id(conn: sqlite3.Connection, mdir: MemoryDir, taken: set[str]) -> str:
@@ -85,8 +87,7 @@ def _fresh_id(conn: sqlite3.Connection, mdir: MemoryDir, taken: set[str]) -> str
 def _write_file(index: Index, conn: sqlite3.Connection, mdir: MemoryDir, memory: Memory,
                 *, fsync: bool = True) -> Memory:
     assert memory.path is not None
-    atomic_write(memory.path, render(memory), fsync=fsync)
-    st = memory.path.stat()
+    st = atomic_write(memory.path, render(memory), fsync=fsync)
     index.upsert(conn, memory_to_row(memory, mdir.key, norm_hash(memory.body),
                                      st.st_mtime_ns, st.st_size))
     return memory
@@ -160,14 +161,9 @@ def write_new(index: Index, mdir: MemoryDir, memories: Sequence[Memory]) -> list
 
 
 def _sync_files(paths: Sequence[Path]) -> None:
-    """Flush a batch of files to disk with one fsync each, after all were written."""
-    for path in paths:
-        with contextlib.suppress(OSError):
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+    """Flush a whole batch to disk at once: one sync() instead of one fsync() per file."""
+    if paths:
+        os.sync()
 
 
 def modify(index: Index, mdir: MemoryDir, path: Path, change: Callable[[Memory], Memory],
@@ -204,12 +200,14 @@ def remove(index: Index, mdir: MemoryDir, memory: Memory) -> None:
 
 
 def regenerate_index(conn: sqlite3.Connection, mdir: MemoryDir) -> None:
-    rows = conn.execute(
-        "SELECT name, file, type, description FROM memories WHERE dir = ? AND status = 'active' "
-        "ORDER BY relevance DESC, updated DESC, file", (mdir.key,)).fetchall()
-    if not rows and not (mdir.path / "MEMORY.md").exists():
+    # Each row carries its rendered line, so SQLite assembles the whole index in C.
+    lines = conn.execute(
+        "SELECT group_concat(index_line, char(10)) FROM (SELECT index_line FROM memories "
+        "WHERE dir = ? AND status = 'active' ORDER BY relevance DESC, updated DESC, file)",
+        (mdir.key,)).fetchone()[0] or ""
+    if not lines and not (mdir.path / "MEMORY.md").exists():
         return
-    write_index(mdir.path, (IndexLine(r[0], r[1], r[2], r[3]) for r in rows))
+    write_index(mdir.path, lines)
 
 
 def _load(mdir: MemoryDir, state: FileState) -> Memory:
@@ -253,31 +251,62 @@ def _known(conn: sqlite3.Connection, mdir: MemoryDir) -> dict[str, tuple[int, in
     return known
 
 
-def _diff(conn: sqlite3.Connection, mdir: MemoryDir) -> tuple[list[FileState], list[str]]:
-    disk = {s.name: s for s in scan_dir(mdir.path)}
+def _scan(mdir: MemoryDir) -> tuple[str, dict[str, tuple[int, int]]]:
+    """The directory's files and a fingerprint of them.
+
+    The fingerprint changes when a file is added, removed or renamed (the directory's mtime,
+    read *before* the listing) or edited (the sums of mtimes and sizes), so an unchanged
+    fingerprint lets reconcile skip loading and comparing every row.
+    """
+    try:
+        dir_mtime = os.stat(mdir.path).st_mtime_ns
+    except OSError:
+        dir_mtime = 0
+    disk = scan_dir(mdir.path)
+    mtimes = sum(state[0] for state in disk.values())
+    sizes = sum(state[1] for state in disk.values())
+    return f"{dir_mtime}:{len(disk)}:{mtimes}:{sizes}", disk
+
+
+def _diff(conn: sqlite3.Connection, mdir: MemoryDir,
+          disk: dict[str, tuple[int, int]]) -> tuple[list[FileState], list[str]]:
     known = _known(conn, mdir)
-    changed = [s for name, s in disk.items() if known.get(name) != (s.mtime_ns, s.size)]
+    changed = [FileState(name, *state) for name, state in disk.items()
+               if known.get(name) != state]
     gone = [name for name in known if name not in disk]
     return changed, gone
+
+
+_SAVE_FINGERPRINT = "INSERT OR REPLACE INTO dir_state (dir, fingerprint) VALUES (?, ?)"
 
 
 def reconcile(index: Index, dirs: Sequence[MemoryDir]) -> bool:
     """Bring the index in line with files changed outside memdir. True if anything changed."""
     any_change = False
     for mdir in dirs:
-        changed, gone = _diff(index.conn, mdir)
+        fingerprint, disk = _scan(mdir)
+        row = index.conn.execute("SELECT fingerprint FROM dir_state WHERE dir = ?",
+                                 (mdir.key,)).fetchone()
+        if row is not None and row[0] == fingerprint:
+            continue
+        changed, gone = _diff(index.conn, mdir, disk)
         if not changed and not gone:
+            # The index matched this listing: remember it (best effort, on a read path).
+            index.try_write(_SAVE_FINGERPRINT, [(mdir.key, fingerprint)],
+                            "directory fingerprint not saved")
             continue
         with index.write() as conn:
-            changed, gone = _diff(conn, mdir)  # again, under the lock: another process may
-            if not changed and not gone:  # have reconciled in the meantime
-                continue
+            # Again, under the lock: another process may have reconciled in the meantime.
+            fingerprint, disk = _scan(mdir)
+            changed, gone = _diff(conn, mdir, disk)
             for name in gone:
                 conn.execute("DELETE FROM memories WHERE dir = ? AND file = ?", (mdir.key, name))
                 conn.execute("DELETE FROM broken WHERE dir = ? AND file = ?", (mdir.key, name))
             _apply(index, conn, mdir, changed)
-            regenerate_index(conn, mdir)
-            any_change = True
+            if changed or gone:
+                regenerate_index(conn, mdir)
+                any_change = True
+            conn.execute(_SAVE_FINGERPRINT, (mdir.key, fingerprint))
     return any_change
 
 
@@ -285,7 +314,7 @@ def reindex(index: Index, dirs: Sequence[MemoryDir], progress: Progress | None =
     """Rebuild the derived rows of these directories from their files alone."""
     total = 0
     for mdir in dirs:
-        states = list(scan_dir(mdir.path))
+        states = [FileState(name, *state) for name, state in scan_dir(mdir.path).items()]
         with index.write() as conn:
             conn.execute("DELETE FROM memories WHERE dir = ?", (mdir.key,))
             conn.execute("DELETE FROM broken WHERE dir = ?", (mdir.key,))
