@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memdir import Memdir, MemoryFileError
 from memdir.files import MAX_INDEX_BYTES, atomic_write, read_index, slugify
@@ -127,3 +129,26 @@ def test_hand_written_index_is_kept_once_as_orig(md: Memdir) -> None:
     assert (folder / "MEMORY.md.orig").read_text() == "# My notes\n- [x](x.md) — hand made\n"
     md.store("Something else", type="fact")
     assert "hand made" in (folder / "MEMORY.md.orig").read_text()
+
+
+@given(st.lists(st.one_of(st.text(max_size=30), st.integers(0, 10**6),
+                          st.floats(0, 1, allow_nan=False),
+                          st.lists(st.text(max_size=10), max_size=4)), max_size=6),
+       st.lists(st.sampled_from(["yes", "No", "null", "~", "07", "1e5", "2026-01-01", "a # b",
+                                 "x: y", "[a, [b]]", "", " lead", "tail ", "-1", ".5"]),
+                max_size=3))
+def test_fast_frontmatter_reader_agrees_with_yaml(values: list[object], odd: list[str]) -> None:
+    """Whatever the fast reader accepts, it reads exactly as PyYAML does."""
+    import yaml
+
+    from memdir.markdown import _flow, _NotSimpleError, _scalar, _simple_frontmatter
+
+    lines = [f"k{n}: {_flow(tuple(v)) if isinstance(v, list) else _scalar(v)}"
+             for n, v in enumerate(values)]
+    lines += [f"o{n}: {text}" for n, text in enumerate(odd)]
+    front = "\n".join(lines) + "\n"
+    try:
+        fast = _simple_frontmatter(front)
+    except _NotSimpleError:
+        return
+    assert fast == (yaml.safe_load(front) or {})

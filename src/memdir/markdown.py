@@ -79,16 +79,87 @@ def _str_list(value: object, key: str) -> tuple[str, ...]:
     raise MemoryFileError(f"{key!r} must be a list of strings, not {type(value).__name__}")
 
 
-def parse(text: str, *, stem: str, scope: Scope = "project") -> Memory:
-    """Parse a memory file. ``stem`` (the file name without .md) is the id when none is set."""
+_KEY_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*): (.*)\Z")
+_INT = re.compile(r"(?:0|[1-9][0-9]*)\Z")
+_FLOAT = re.compile(r"(?:0|[1-9][0-9]*)\.[0-9]+\Z")
+_STAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z\Z")
+_ITEM = re.compile(r'\s*("(?:[^"\\]|\\.)*"|[^,\[\]"]*?)\s*(,|\Z)')
+
+
+class _NotSimpleError(Exception):
+    """The frontmatter uses YAML beyond what :func:`_simple_scalar` reads; use PyYAML."""
+
+
+def _simple_scalar(text: str, key: str) -> object:
+    """One value the way YAML would read it, for the shapes memdir itself writes."""
+    if text.startswith('"'):
+        try:
+            value = json.loads(text)  # a JSON string is a YAML double-quoted scalar
+        except ValueError:
+            raise _NotSimpleError from None
+        if not isinstance(value, str):
+            raise _NotSimpleError
+        return value
+    if _INT.match(text):
+        return int(text)
+    if _FLOAT.match(text):
+        return float(text)
+    if key in ("created", "updated") and _STAMP.match(text):
+        return text  # parse_time reads it; only for keys memdir owns
+    if _PLAIN.match(text) and text.lower() not in _YAML_WORDS and not text.endswith(" "):
+        return text
+    raise _NotSimpleError
+
+
+def _simple_frontmatter(front: str) -> dict[str, object]:
+    """A fast reader for frontmatter as memdir writes it; raises _NotSimpleError for anything else.
+
+    Reindexing thousands of files spends most of its time in YAML; memdir's own files are
+    flat ``key: value`` lines with plain or JSON-quoted scalars and flow lists, which this
+    reads exactly as YAML would. Anything it is unsure of goes to PyYAML instead.
+    """
+    data: dict[str, object] = {}
+    for line in front.split("\n"):
+        if not line:
+            continue
+        match = _KEY_LINE.match(line)
+        if match is None:
+            raise _NotSimpleError
+        key, value = match.group(1), match.group(2)
+        if value.startswith("["):
+            if not value.endswith("]"):
+                raise _NotSimpleError
+            inner, items, pos = value[1:-1], [], 0
+            while pos < len(inner):
+                item = _ITEM.match(inner, pos)
+                if item is None or item.end() == pos:
+                    raise _NotSimpleError
+                items.append(_simple_scalar(item.group(1), key))
+                pos = item.end()
+            data[key] = items
+        else:
+            data[key] = _simple_scalar(value, key)
+    return data
+
+
+def _load_frontmatter(front: str) -> object:
+    try:
+        return _simple_frontmatter(front)
+    except _NotSimpleError:
+        pass
     import yaml  # here, not at the top: a command that parses nothing never pays for it
 
-    front, body = split_frontmatter(text)
     try:
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        data = yaml.load(front, Loader=loader) if front.strip() else {}
+        return yaml.load(front, Loader=loader) if front.strip() else {}
     except yaml.YAMLError as exc:
         raise MemoryFileError(f"invalid YAML in frontmatter: {exc}".replace("\n", " ")) from None
+
+
+def parse(text: str, *, stem: str, scope: Scope = "project") -> Memory:
+    """Parse a memory file. ``stem`` (the file name without .md) is the id when none is set."""
+    front, body = split_frontmatter(text)
+    data = _load_frontmatter(front)
     if data is None:
         data = {}
     if not isinstance(data, dict):

@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -79,6 +80,7 @@ def now() -> datetime:
     return datetime.now(UTC).replace(microsecond=0)
 
 
+@lru_cache(maxsize=256)  # a batch stamps many memories with the same few seconds
 def format_time(value: datetime) -> str:
     value = value.astimezone(UTC)
     return f"{value.year:04d}-{value:%m-%dT%H:%M:%S}Z"
