@@ -532,8 +532,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     opts = parse_args(argv)
     results = []
     for size in opts.sizes:
-        results.append(bench_size(size, opts))
-        _say(f"{size:,}: done")
+        result = bench_size(size, opts)
+        results.append(result)
+        _say(f"{size:,}: done: {json.dumps(asdict(result))}")
     print(f"memdir core benchmarks (Python {sys.version.split()[0]}, {os.cpu_count()} CPUs)\n")
     print(results_table(results))
     print()
