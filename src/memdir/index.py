@@ -253,10 +253,11 @@ class Index:
             raise IndexBusyError(f"the index {self.path} stayed locked: {exc}") from None
         try:
             yield conn
+            conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # a failed COMMIT leaves the transaction open, too
+                conn.execute("ROLLBACK")
             raise
-        conn.execute("COMMIT")
 
     def upsert(self, conn: sqlite3.Connection, row: Sequence[Any]) -> None:
         conn.execute(

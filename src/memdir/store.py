@@ -142,7 +142,11 @@ def write_new(index: Index, mdir: MemoryDir, memories: Sequence[Memory]) -> list
                         continue
                 name = _file_name(conn, mdir, memory, taken_names)
                 taken_names.add(name)
-                mid = memory.id or _fresh_id(conn, mdir, taken_ids)
+                mid = memory.id
+                if not mid or mid in taken_ids or conn.execute(
+                        "SELECT 1 FROM memories WHERE dir = ? AND id = ?",
+                        (mdir.key, mid)).fetchone():
+                    mid = _fresh_id(conn, mdir, taken_ids)  # ids stay unique per directory
                 taken_ids.add(mid)
                 placed = memory.replace(id=mid, path=safe_join(mdir.path, name), scope=mdir.scope)
                 written.append(placed.path)  # type: ignore[arg-type]
