@@ -277,3 +277,15 @@ def test_a_write_blocked_too_long_is_a_clear_error(
         blocker.close()
     assert "try again" in info.value.hint
     assert not list(md.directory("project").path.glob("fact_a-new-memory*.md"))
+
+
+def test_import_keeps_ids_unique_per_directory(md: Memdir, tmp_path: Path) -> None:
+    import json
+
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"id": "same1234", "type": "fact", "content": text}) + "\n"
+                           for text in ("first imported fact", "second imported fact")))
+    report = md.import_(src)
+    ids = [m.id for m in report.imported]
+    assert len(ids) == 2 and ids[0] == "same1234" and ids[1] != "same1234"
+    assert [p.kind for p in md.doctor()] == []
