@@ -112,37 +112,24 @@ def _reinforce(conn: sqlite3.Connection, index: Index, mdir: MemoryDir, file: st
 
 
 def write_new(index: Index, mdir: MemoryDir, memories: Sequence[Memory]) -> list[Memory]:
-    """Store new memories in one transaction; exact duplicates reinforce instead.
-
-    A batch writes its new files from a few threads while this one goes on preparing rows:
-    file creation waits on the disk, not the CPU, so the two overlap. Rows are upserted once
-    every file is on disk, still inside the one transaction.
-    """
-    from concurrent.futures import Future, ThreadPoolExecutor
-
+    """Store new memories in one transaction; exact duplicates reinforce instead."""
     mdir.path.mkdir(parents=True, exist_ok=True)
     out: list[Memory] = []
     written: list[Path] = []
-    pending: list[tuple[int, Future[os.stat_result]]] = []
     bulk = len(memories) > 1
-    pool = ThreadPoolExecutor(max_workers=4) if bulk else None
     try:
         with index.write() as conn:
             taken_names: set[str] = set()
             taken_ids: set[str] = set()
             batch_hashes: dict[str, int] = {}
-            queued: set[int] = set()
-            repeated: set[int] = set()
             for memory in memories:
                 digest = norm_hash(memory.body)
                 if digest in batch_hashes:
-                    n = batch_hashes[digest]
-                    out[n] = out[n].replace(reinforced=out[n].reinforced + 1)
-                    out.append(out[n])
-                    if n in queued:
-                        repeated.add(n)  # its file is still being written: rewrite it after
-                    else:
-                        _write_file(index, conn, mdir, out[n], fsync=not bulk)
+                    first = out[batch_hashes[digest]]
+                    out[batch_hashes[digest]] = _write_file(
+                        index, conn, mdir, first.replace(reinforced=first.reinforced + 1),
+                        fsync=not bulk)
+                    out.append(out[batch_hashes[digest]])
                     continue
                 row = conn.execute(
                     "SELECT file FROM memories WHERE dir = ? AND norm_hash = ? "
@@ -162,37 +149,18 @@ def write_new(index: Index, mdir: MemoryDir, memories: Sequence[Memory]) -> list
                     mid = _fresh_id(conn, mdir, taken_ids)  # ids stay unique per directory
                 taken_ids.add(mid)
                 placed = memory.replace(id=mid, path=safe_join(mdir.path, name), scope=mdir.scope)
-                assert placed.path is not None
-                written.append(placed.path)
+                written.append(placed.path)  # type: ignore[arg-type]
                 batch_hashes[digest] = len(out)
-                if pool is None:
-                    out.append(_write_file(index, conn, mdir, placed))
-                else:
-                    out.append(placed)
-                    queued.add(len(out) - 1)
-                    pending.append((len(out) - 1, pool.submit(
-                        atomic_write, placed.path, render(placed), fsync=False)))
-            for n, future in pending:
-                st = future.result()
-                if n in repeated:  # repeated later in the batch: rewrite it with its count
-                    _write_file(index, conn, mdir, out[n], fsync=False)
-                    continue
-                index.upsert(conn, memory_to_row(out[n], mdir.key, norm_hash(out[n].body),
-                                                 st.st_mtime_ns, st.st_size))
+                out.append(_write_file(index, conn, mdir, placed, fsync=not bulk))
             if bulk:
                 _sync_files(written)
             regenerate_index(conn, mdir)
     except BaseException:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
         # The transaction rolled back: take back the files it wrote, so files and index agree.
         for path in written:
             with contextlib.suppress(OSError):
                 path.unlink()
         raise
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True)
     return out
 
 
