@@ -20,6 +20,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
+from stat import S_ISLNK
 
 from memdir.errors import PathTraversalError
 
@@ -145,22 +146,26 @@ def _check_input(relative: str) -> None:
         raise PathTraversalError(f"'..' in path: {relative!r}")
 
 
-def _deepest_existing_realpath(path: str, base: str, real_base: str) -> str:
-    """Layer 3 helper: realpath of the deepest existing ancestor, with the rest re-attached.
+def _resolve_below(joined: str, base: str, real_base: str) -> str:
+    """Layer 3 helper: the real path of ``joined`` (inside ``base``) as far as it exists.
 
-    When that ancestor is the base itself (a new file in the directory: the common case),
-    its real path is already known.
+    Walks down from the base one component at a time with one ``lstat`` each: a component
+    that does not exist ends the walk (the rest is re-attached as is), a symlink is resolved
+    with ``realpath``. For a new or ordinary file directly in the base this costs one call.
     """
-    missing: list[str] = []
-    current = path
-    while not os.path.lexists(current):
-        head, name = os.path.split(current)
-        missing.append(name)
-        if head == current:
-            break
-        current = head
-    real = real_base if current == base else os.path.realpath(current)
-    return os.path.join(real, *reversed(missing)) if missing else real
+    parts = os.path.relpath(joined, base).split(os.sep)
+    current = base
+    for n, part in enumerate(parts):
+        current = os.path.join(current, part)
+        try:
+            mode = os.lstat(current).st_mode
+        except FileNotFoundError:
+            return os.path.join(real_base, *parts)
+        except NotADirectoryError:
+            return os.path.join(real_base, *parts)
+        if S_ISLNK(mode):
+            return os.path.join(os.path.realpath(current), *parts[n + 1 :])
+    return os.path.join(real_base, *parts)
 
 
 def _inside(child: str, base: str) -> bool:
@@ -168,8 +173,12 @@ def _inside(child: str, base: str) -> bool:
     return child == base or child.startswith(base_sep)
 
 
-def safe_join(base: Path, relative: str) -> Path:
-    """``base / relative``, guaranteed to stay inside ``base``; PathTraversalError otherwise."""
+def safe_join(base: Path, relative: str, *, real_base: str | None = None) -> Path:
+    """``base / relative``, guaranteed to stay inside ``base``; PathTraversalError otherwise.
+
+    ``real_base`` is ``os.path.realpath(base)`` when the caller already has it (a batch
+    joining many names to one directory).
+    """
     _check_input(relative)
     # Layer 2: string-level normalisation and prefix check with a trailing separator.
     base_abs = os.path.normpath(os.path.abspath(base))
@@ -178,8 +187,9 @@ def safe_join(base: Path, relative: str) -> Path:
         raise PathTraversalError(f"path escapes {base_abs}: {relative!r}")
     # Layer 3: symlinks. The real path of the deepest existing ancestor must stay inside the
     # real base, so a symlink planted inside the directory cannot lead writes outside it.
-    real_base = os.path.realpath(base_abs)
-    real = _deepest_existing_realpath(joined, base_abs, real_base)
+    if real_base is None:
+        real_base = os.path.realpath(base_abs)
+    real = _resolve_below(joined, base_abs, real_base)
     if not _inside(real, real_base) or real == real_base:
         raise PathTraversalError(
             f"path {relative!r} resolves through a symlink to {real}, outside {real_base}"

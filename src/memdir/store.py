@@ -122,6 +122,7 @@ def write_new(index: Index, mdir: MemoryDir, memories: Sequence[Memory]) -> list
             taken_names: set[str] = set()
             taken_ids: set[str] = set()
             batch_hashes: dict[str, int] = {}
+            real_base = os.path.realpath(mdir.path)
             for memory in memories:
                 digest = norm_hash(memory.body)
                 if digest in batch_hashes:
@@ -148,7 +149,8 @@ def write_new(index: Index, mdir: MemoryDir, memories: Sequence[Memory]) -> list
                         (mdir.key, mid)).fetchone():
                     mid = _fresh_id(conn, mdir, taken_ids)  # ids stay unique per directory
                 taken_ids.add(mid)
-                placed = memory.replace(id=mid, path=safe_join(mdir.path, name), scope=mdir.scope)
+                path = safe_join(mdir.path, name, real_base=real_base)
+                placed = memory.replace(id=mid, path=path, scope=mdir.scope)
                 written.append(placed.path)  # type: ignore[arg-type]
                 batch_hashes[digest] = len(out)
                 out.append(_write_file(index, conn, mdir, placed, fsync=not bulk))
@@ -214,9 +216,9 @@ def regenerate_index(conn: sqlite3.Connection, mdir: MemoryDir) -> None:
     write_index(mdir.path, lines)
 
 
-def _load(mdir: MemoryDir, state: FileState) -> Memory:
+def _load(mdir: MemoryDir, state: FileState, real_base: str | None = None) -> Memory:
     """Parse one file of a directory, vetting its path; MemdirError when unusable."""
-    path = safe_join(mdir.path, state.name)  # a symlink leading outside fails here
+    path = safe_join(mdir.path, state.name, real_base=real_base)  # a symlink out fails here
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
@@ -227,9 +229,10 @@ def _load(mdir: MemoryDir, state: FileState) -> Memory:
 
 def _apply(index: Index, conn: sqlite3.Connection, mdir: MemoryDir,
            changed: Sequence[FileState], progress: Progress | None = None) -> None:
+    real_base = os.path.realpath(mdir.path)
     for n, state in enumerate(changed, start=1):
         try:
-            memory = _load(mdir, state)
+            memory = _load(mdir, state, real_base)
         except (MemdirError, OSError) as exc:
             message = exc.message if isinstance(exc, MemdirError) else str(exc)
             hint = exc.hint if isinstance(exc, MemdirError) else MemoryFileError.default_hint
