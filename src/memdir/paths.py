@@ -159,9 +159,7 @@ def _resolve_below(joined: str, base: str, real_base: str) -> str:
         current = os.path.join(current, part)
         try:
             mode = os.lstat(current).st_mode
-        except FileNotFoundError:
-            return os.path.join(real_base, *parts)
-        except NotADirectoryError:
+        except (FileNotFoundError, NotADirectoryError):  # the rest does not exist yet
             return os.path.join(real_base, *parts)
         if S_ISLNK(mode):
             return os.path.join(os.path.realpath(current), *parts[n + 1 :])

@@ -75,13 +75,17 @@ def _file_name(conn: sqlite3.Connection, mdir: MemoryDir, memory: Memory,
         n += 1
 
 
-def _fresh_id(conn: sqlite3.Connection, mdir: MemoryDir, taken: set[str]) -> str:
-    while True:
-        candidate = new_id()
-        if candidate not in taken and not conn.execute(
-            "SELECT 1 FROM memories WHERE dir = ? AND id = ?", (mdir.key, candidate)
-        ).fetchone():
-            return candidate
+def _id_free(conn: sqlite3.Connection, mdir: MemoryDir, mid: str, taken: set[str]) -> bool:
+    return bool(mid) and mid not in taken and not conn.execute(
+        "SELECT 1 FROM memories WHERE dir = ? AND id = ?", (mdir.key, mid)).fetchone()
+
+
+def _unique_id(conn: sqlite3.Connection, mdir: MemoryDir, wanted: str, taken: set[str]) -> str:
+    """``wanted`` if no other memory of the directory has it, else a fresh random id."""
+    mid = wanted
+    while not _id_free(conn, mdir, mid, taken):
+        mid = new_id()
+    return mid
 
 
 def _write_file(index: Index, conn: sqlite3.Connection, mdir: MemoryDir, memory: Memory,
@@ -143,15 +147,11 @@ def write_new(index: Index, mdir: MemoryDir, memories: Sequence[Memory]) -> list
                         continue
                 name = _file_name(conn, mdir, memory, taken_names)
                 taken_names.add(name)
-                mid = memory.id
-                if not mid or mid in taken_ids or conn.execute(
-                        "SELECT 1 FROM memories WHERE dir = ? AND id = ?",
-                        (mdir.key, mid)).fetchone():
-                    mid = _fresh_id(conn, mdir, taken_ids)  # ids stay unique per directory
+                mid = _unique_id(conn, mdir, memory.id, taken_ids)
                 taken_ids.add(mid)
                 path = safe_join(mdir.path, name, real_base=real_base)
                 placed = memory.replace(id=mid, path=path, scope=mdir.scope)
-                written.append(placed.path)  # type: ignore[arg-type]
+                written.append(path)
                 batch_hashes[digest] = len(out)
                 out.append(_write_file(index, conn, mdir, placed, fsync=not bulk))
             if bulk:
