@@ -29,6 +29,10 @@ SATURDAY = date(2026, 11, 21)
     ("launch the day after tomorrow", SATURDAY, "launch 2026-11-23"),
     ("flaky since Tuesday", SATURDAY, "flaky since 2026-11-17"),
     ("due Friday", SATURDAY, "due 2026-11-27"),
+    ("Ship TOMORROW", SATURDAY, "Ship 2026-11-22"),
+    ("Retro NEXT WEEK", SATURDAY, "Retro the week of 2026-11-23"),
+    ("Cut 3 Months Ago", SATURDAY, "Cut on 2026-08-21"),
+    ("Freeze before Sunday", SATURDAY, "Freeze before 2026-11-22"),
 ])
 def test_relative_phrases(text: str, anchor: date, expected: str) -> None:
     assert absolutize_dates(text, anchor) == expected

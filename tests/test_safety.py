@@ -23,8 +23,21 @@ SECRETS = {
     "a password or key assignment": "the password=Sup3rSecret! for the admin",
 }
 
+# Other spellings of the same kinds: each must pass the cheap substring check that decides
+# whether a pattern runs at all.
+MORE_SECRETS = [
+    ("a GitHub token", "gho_" + "a1B2c3" * 6),
+    ("a GitHub token", "ghs_" + "Zz9" * 12),
+    ("a GitHub token", "github_pat_11ABCDEFG0123456789_abcdefghijklmnop"),
+    ("a Stripe key", "rk_test_ABCDEFGHIJKLMNOP1234"),
+    ("a bearer token", "BEARER abcdefghijklmnopqrstuvwxyz012345"),
+    ("a password or key assignment", "PASSWD: hunter2hunter2"),
+    ("a password or key assignment", "apiKey = 'a8f5f167f44f4964e6c998dee827110c'"),
+    ("an AWS access key id", "ASIAIOSFODNN7EXAMPLE"),
+]
 
-@pytest.mark.parametrize(("label", "text"), SECRETS.items())
+
+@pytest.mark.parametrize(("label", "text"), [*SECRETS.items(), *MORE_SECRETS])
 def test_each_secret_kind_is_found_and_named(label: str, text: str) -> None:
     found = find_secrets([text])
     assert any(f.startswith(label) for f in found), found

@@ -38,6 +38,10 @@ _RULES = re.compile(
     r")\b(?!'s)",
     re.IGNORECASE,
 )
+# Every rule above needs one of these lower-cased substrings (weekdays, "today", "days" and
+# "yesterday" all hold "day"). Most text has none, and a substring scan is far cheaper than
+# trying every alternative of _RULES at every word boundary.
+_CLUES = ("day", "tomorrow", "tonight", "week", "month", "year", "ago")
 _CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.DOTALL)
 
 
@@ -108,7 +112,8 @@ def _replace(match: re.Match[str], anchor: date) -> str:
 
 def absolutize_dates(text: str, anchor: date) -> str:
     """Replace relative date phrases in ``text`` with absolute dates counted from ``anchor``."""
-    if not text:
+    lowered = text.lower()
+    if not any(clue in lowered for clue in _CLUES):
         return text
     out: list[str] = []
     last = 0

@@ -21,40 +21,37 @@ _ASSIGN_KEYS = (
     r"access[_-]?key|secret[_-]?key|auth[_-]?token|access[_-]?token|token|private[_-]?key"
 )
 
-_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("a private key block", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),
-    ("an AWS access key id", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b")),
-    ("an Anthropic API key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}")),
-    ("an OpenAI-style API key", re.compile(r"\bsk-(?:proj-|live-|test-)?[A-Za-z0-9_-]{20,}")),
-    ("a GitHub token",
+# Each pattern with the lower-cased substrings it cannot match without. Checking for them is
+# a few C-speed scans, so a regex only runs on the rare text that could hold its secret.
+_PATTERNS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
+    ("a private key block", ("-----begin",),
+     re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),
+    ("an AWS access key id", ("akia", "asia", "agpa", "aida", "aroa"),
+     re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b")),
+    ("an Anthropic API key", ("sk-ant-",), re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}")),
+    ("an OpenAI-style API key", ("sk-",),
+     re.compile(r"\bsk-(?:proj-|live-|test-)?[A-Za-z0-9_-]{20,}")),
+    ("a GitHub token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
      re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})")),
-    ("a GitLab token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}")),
-    ("a Slack token", re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}")),
-    ("a Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}")),
-    ("a Stripe key", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{16,}")),
-    ("a JSON Web Token",
+    ("a GitLab token", ("glpat-",), re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}")),
+    ("a Slack token", ("xox",), re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}")),
+    ("a Google API key", ("aiza",), re.compile(r"\bAIza[0-9A-Za-z_-]{35}")),
+    ("a Stripe key", ("_live_", "_test_"),
+     re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{16,}")),
+    ("a JSON Web Token", ("eyj",),
      re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
-    ("a bearer token", re.compile(r"\bBearer\s+[A-Za-z0-9._~+/-]{20,}=*")),
+    ("a bearer token", ("bearer",), re.compile(r"\bBearer\s+[A-Za-z0-9._~+/-]{20,}=*", re.I)),
     (
-        "a URL with credentials",
+        "a URL with credentials", ("://",),
         re.compile(r"\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@'\"]+:[^\s@/'\"]{2,}@[^\s/'\"]+", re.I),
     ),
     (
-        "a password or key assignment",
+        "a password or key assignment", ("pass", "pwd", "secret", "key", "token"),
         re.compile(
             rf"(?i)\b(?:{_ASSIGN_KEYS})\b\s*(?:=|:|\bis\b)\s*['\"]?"
             r"(?![$<{(%])(?=[^\s'\"]*\d)[^\s'\"(){}\[\]<>]{8,}"
         ),
     ),
-)
-
-
-# Every pattern above needs one of these substrings (lower-cased). Checking for them is a few
-# C-speed scans, so the regexes only run on the rare text that could hold a secret.
-_CLUES = (
-    "-----begin", "akia", "asia", "agpa", "aida", "aroa", "sk-", "sk_", "rk_", "pk_", "gh",
-    "github_pat_", "glpat-", "xox", "aiza", "eyj", "bearer", "://", "pass", "pwd", "secret",
-    "key", "token",
 )
 
 
@@ -75,9 +72,9 @@ def find_secrets(texts: Iterable[str]) -> list[str]:
     # One search over all the texts at once: the common case (no secret) costs one pass.
     joined = "\n".join(t for t in texts if t)
     lowered = joined.lower()
-    if not any(clue in lowered for clue in _CLUES):
-        return found
-    for label, pattern in _PATTERNS:
+    for label, clues, pattern in _PATTERNS:
+        if not any(clue in lowered for clue in clues):
+            continue
         match = pattern.search(joined)
         if match:
             found.append(f"{label} ({_preview(match.group(0))})")
