@@ -37,6 +37,10 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_DATA_HOME", str(fake_home / ".local" / "share"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(fake_home / ".config"))
     monkeypatch.delenv("MEMDIR_DEBUG", raising=False)
+    # No test may reach a real LLM API with the developer's own keys.
+    for name in ("MEMDIR_LLM", "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL",
+                 "MEMDIR_LLM_MODEL", "MEMDIR_LLM_BUDGET"):
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture

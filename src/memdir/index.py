@@ -108,6 +108,25 @@ _MIGRATIONS: tuple[tuple[str, str], ...] = (
         CREATE TABLE dir_state (dir TEXT PRIMARY KEY, fingerprint TEXT NOT NULL) WITHOUT ROWID;
         """,
     ),
+    (
+        "per-session recall state (shared by separate hook processes) and LLM call counts",
+        """
+        CREATE TABLE recall_sessions (
+            session_id TEXT PRIMARY KEY, bytes INTEGER NOT NULL DEFAULT 0,
+            recalls INTEGER NOT NULL DEFAULT 0, started TEXT NOT NULL, updated TEXT NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE recall_surfaced (
+            session_id TEXT NOT NULL, dir TEXT NOT NULL, id TEXT NOT NULL,
+            surfaced TEXT NOT NULL, PRIMARY KEY (session_id, dir, id)
+        ) WITHOUT ROWID;
+        CREATE TABLE llm_calls (
+            day TEXT NOT NULL, provider TEXT NOT NULL, purpose TEXT NOT NULL,
+            calls INTEGER NOT NULL DEFAULT 0, failures INTEGER NOT NULL DEFAULT 0,
+            input_tokens INTEGER NOT NULL DEFAULT 0, output_tokens INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (day, provider, purpose)
+        ) WITHOUT ROWID;
+        """,
+    ),
 )
 
 
