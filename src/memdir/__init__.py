@@ -6,6 +6,9 @@ and HTTP API are thin layers over it. The names below are the whole public API (
 them).
 """
 
+from memdir.agent import RecallPrefetch, build_memory_prompt_section, start_recall_prefetch
+from memdir.context import Context
+from memdir.context_format import ContextItem, count_tokens
 from memdir.errors import (
     ConfigError,
     InvalidMemoryError,
@@ -18,6 +21,7 @@ from memdir.errors import (
 )
 from memdir.memdir import Memdir
 from memdir.model import Hit, Memory, Problem, Scope, Stats
+from memdir.recall import Recall, Recalled
 from memdir.taxonomy import PRESETS, Taxonomy, TypeSpec
 
 __version__ = "0.1.0"
@@ -25,6 +29,8 @@ __version__ = "0.1.0"
 __all__ = [
     "PRESETS",
     "ConfigError",
+    "Context",
+    "ContextItem",
     "Hit",
     "InvalidMemoryError",
     "Memdir",
@@ -34,6 +40,9 @@ __all__ = [
     "MemoryNotFoundError",
     "PathTraversalError",
     "Problem",
+    "Recall",
+    "RecallPrefetch",
+    "Recalled",
     "Scope",
     "SecretDetectedError",
     "Stats",
@@ -41,4 +50,7 @@ __all__ = [
     "TypeSpec",
     "UnknownTypeError",
     "__version__",
+    "build_memory_prompt_section",
+    "count_tokens",
+    "start_recall_prefetch",
 ]

@@ -24,10 +24,13 @@ from memdir.files import read_index
 from memdir.index import Index
 from memdir.model import SCOPES, Hit, Memory, Problem, Scope, Stats, now
 from memdir.paths import claude_code_memory_dir, find_git_roots, project_key, safe_join
-from memdir.search import glob_matches, run_search
+from memdir.search import list_memories, run_search
 from memdir.taxonomy import get_taxonomy
 
 if TYPE_CHECKING:
+    from memdir.context import Context
+    from memdir.llm import LLM
+    from memdir.recall import Recall
     from memdir.transfer import ImportReport
 
 __all__ = ["Memdir"]
@@ -48,6 +51,7 @@ class Memdir:
         self._clock = clock or now
         self._sync_interval = sync_interval
         self._last_sync = -math.inf
+        self._llm: LLM | None = None
         settings = self.config.projects.get(str(self.roots.canonical))
         project_dir = (settings.memory_dir if settings and settings.memory_dir
                        else self.home / "projects" / project_key(self.roots.canonical))
@@ -280,36 +284,8 @@ class Memdir:
         """Memories matching the filters; ``status`` is active, archived or all."""
         self._sync()
         dirs = self._dirs(scopes)
-        if not dirs:
-            return []
-        where = [f"m.dir IN ({','.join('?' * len(dirs))})"]
-        params: list[Any] = [d.key for d in dirs]
-        if status != "all":
-            if status not in ("active", "archived"):
-                raise InvalidMemoryError(f"unknown status {status!r}",
-                                         "use active, archived or all")
-            where.append("m.status = ?")
-            params.append(status)
-        wanted = self._types(types, dirs)
-        if wanted:
-            where.append(f"m.type IN ({','.join('?' * len(wanted))})")
-            params.extend(wanted)
-        if tags:
-            where.append(f"EXISTS (SELECT 1 FROM json_each(m.tags) WHERE value IN "
-                         f"({','.join('?' * len(tags))}))")
-            params.extend(tags)
-        orders = {"relevance": "m.relevance DESC, m.updated DESC", "recent": "m.created DESC, "
-                  "m.rowid DESC, "
-                  "m.updated DESC", "updated": "m.updated DESC", "name": "m.name"}
-        if order not in orders:
-            raise InvalidMemoryError(f"unknown order {order!r}", f"use one of {', '.join(orders)}")
-        tail = f"ORDER BY {orders[order]}, m.file"
-        if limit is not None and not paths:
-            tail += f" LIMIT {int(limit)}"
-        found = self.index.select(" AND ".join(where), params, tail)
-        if paths:
-            found = [m for m in found if glob_matches(m.paths, paths)][:limit]
-        return found
+        return list_memories(self.index, dirs, types=self._types(types, dirs), tags=tags,
+                             status=status, paths=paths, limit=limit, order=order)
 
     def recent(self, n: int = 10, **filters: Any) -> builtins.list[Memory]:
         return self.list(limit=n, order="recent", **filters)
@@ -318,6 +294,47 @@ class Memdir:
         """MEMORY.md of a scope as it is injected: capped at 200 lines / 25,000 bytes."""
         self._sync()
         return read_index(self.directory(scope).path)
+
+    def context(self, query: str | None = None, *, budget_tokens: int = 800,
+                format: str = "markdown", limit: int | None = None,
+                paths: Sequence[str] | None = None,
+                scopes: Sequence[Scope] | None = None) -> Context:
+        """Session-start context across scopes, within ``budget_tokens`` (a hard cap).
+
+        Layers A (baseline), B (contextual), C (procedures), then MEMORY.md; formats
+        markdown, prompt, json, snippets. Every injected memory counts as an access."""
+        from memdir.context import build_context
+
+        self._sync()
+        dirs = self._dirs(scopes)
+        project = [d for d in dirs if d.scope == "project"]
+        result = build_context(
+            self.index.conn, dirs, index=read_index(project[0].path) if project else "",
+            query=query, budget_tokens=budget_tokens, fmt=format, limit=limit, paths=paths,
+            at=self._clock())
+        self.index.touch(result.memories)
+        return result
+
+    def recall(self, prompt: str, session_id: str, *, limit: int = 5,
+               use_llm: bool = True, paths: Sequence[str] | None = None) -> Recall:
+        """Up to ``limit`` (max 5) memories for one user prompt, none already surfaced in this
+        session. With an LLM configured, it picks from a manifest (seed 001's side query);
+        otherwise, or when it fails, ranked search does."""
+        from memdir.recall import recall
+
+        self._sync()
+        return recall(self.index, self._dirs(), prompt, session_id, at=self._clock(),
+                      limit=limit, llm=self.llm if use_llm else None, paths=paths)
+
+    @property
+    def llm(self) -> LLM:
+        """The configured LLM (``[llm]`` in config.toml, ``MEMDIR_LLM``...); never raises on use."""
+        if self._llm is None:
+            from memdir.ledger import Ledger
+            from memdir.llm import LLM, llm_settings
+
+            self._llm = LLM.from_settings(llm_settings(self.home), Ledger(self.index))
+        return self._llm
 
     def stats(self) -> Stats:
         from memdir.report import stats

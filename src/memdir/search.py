@@ -21,20 +21,25 @@ from datetime import datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from memdir.errors import InvalidMemoryError
 from memdir.index import BM25_WEIGHTS, row_to_memory
 from memdir.model import Hit, Memory, now
 from memdir.taxonomy import Taxonomy
 
 if TYPE_CHECKING:
+    from memdir.index import Index
     from memdir.store import MemoryDir
 
 __all__ = [
     "HALF_LIFE_DAYS",
     "fts_query",
     "glob_matches",
+    "list_memories",
     "rank_factor",
     "run_search",
     "strength",
+    "strength_of",
+    "type_factors",
 ]
 
 HALF_LIFE_DAYS = 90.0
@@ -81,17 +86,29 @@ def fts_query(text: str) -> str | None:
     return " OR ".join(f'"{t}"' for t in terms)
 
 
-def strength(memory: Memory, taxonomy: Taxonomy | None, at: datetime | None = None) -> float:
-    spec = taxonomy.lookup(memory.type) if taxonomy else None
+def type_factors(taxonomy: Taxonomy | None, type_name: str) -> tuple[float, float]:
+    """(type weight, decay half-life in days) of a type; unknown types get modest defaults."""
+    spec = taxonomy.lookup(type_name) if taxonomy else None
     weight = spec.weight if spec else 0.7
-    half_life = TEMPORARY_HALF_LIFE_DAYS if spec and spec.temporary else HALF_LIFE_DAYS
+    return weight, TEMPORARY_HALF_LIFE_DAYS if spec and spec.temporary else HALF_LIFE_DAYS
+
+
+def strength_of(weight: float, half_life: float, relevance: float, days: float,
+                uses: int) -> float:
+    """The strength formula on plain numbers: ``days`` since the last access or
+    reinforcement, ``uses`` = explicit reinforcements + accesses."""
+    decay = 0.5 ** (max(0.0, days) / half_life)
+    return float(weight * relevance * decay * (1.0 + 0.25 * math.log1p(max(0, uses))))
+
+
+def strength(memory: Memory, taxonomy: Taxonomy | None, at: datetime | None = None) -> float:
+    weight, half_life = type_factors(taxonomy, memory.type)
     anchor = memory.updated
     if memory.last_accessed and memory.last_accessed > anchor:
         anchor = memory.last_accessed
-    days = max(0.0, ((at or now()) - anchor).total_seconds() / 86400.0)
-    decay = 0.5 ** (days / half_life)
-    reinforcement = 1.0 + 0.25 * math.log1p(memory.reinforced + memory.access_count)
-    return float(weight * memory.relevance * decay * reinforcement)
+    days = ((at or now()) - anchor).total_seconds() / 86400.0
+    return strength_of(weight, half_life, memory.relevance, days,
+                       memory.reinforced + memory.access_count)
 
 
 def rank_factor(strength_value: float) -> float:
@@ -171,3 +188,39 @@ def run_search(conn: sqlite3.Connection, query: str, dirs: Sequence[MemoryDir], 
         hits.append(Hit(memory, match * rank_factor(power), match, power))
     hits.sort(key=lambda h: (-h.score, h.memory.file))
     return hits[:limit]
+
+
+def list_memories(index: Index, dirs: Sequence[MemoryDir], *, types: Sequence[str],
+                  tags: Sequence[str] | None, status: str, paths: Sequence[str] | None,
+                  limit: int | None, order: str) -> list[Memory]:
+    """Memories of ``dirs`` matching the filters (canonical ``types``), in one order."""
+    if not dirs:
+        return []
+    where = [f"m.dir IN ({','.join('?' * len(dirs))})"]
+    params: list[Any] = [d.key for d in dirs]
+    if status != "all":
+        if status not in ("active", "archived"):
+            raise InvalidMemoryError(f"unknown status {status!r}",
+                                     "use active, archived or all")
+        where.append("m.status = ?")
+        params.append(status)
+    wanted = list(types)
+    if wanted:
+        where.append(f"m.type IN ({','.join('?' * len(wanted))})")
+        params.extend(wanted)
+    if tags:
+        where.append(f"EXISTS (SELECT 1 FROM json_each(m.tags) WHERE value IN "
+                     f"({','.join('?' * len(tags))}))")
+        params.extend(tags)
+    orders = {"relevance": "m.relevance DESC, m.updated DESC",
+              "recent": "m.created DESC, m.rowid DESC, m.updated DESC",
+              "updated": "m.updated DESC", "name": "m.name"}
+    if order not in orders:
+        raise InvalidMemoryError(f"unknown order {order!r}", f"use one of {', '.join(orders)}")
+    tail = f"ORDER BY {orders[order]}, m.file"
+    if limit is not None and not paths:
+        tail += f" LIMIT {int(limit)}"
+    found = index.select(" AND ".join(where), params, tail)
+    if paths:
+        found = [m for m in found if glob_matches(m.paths, paths)][:limit]
+    return found

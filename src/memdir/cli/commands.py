@@ -110,6 +110,18 @@ def cmd_list(md: Memdir, args: argparse.Namespace) -> None:
     _memories(args, items, "no memories")
 
 
+def cmd_context(md: Memdir, args: argparse.Namespace) -> None:
+    context = md.context(args.query, budget_tokens=args.budget, format=args.format,
+                         limit=args.limit, paths=_csv(args.paths))
+    _emit(args, context.to_dict(), context.text)
+
+
+def cmd_recall(md: Memdir, args: argparse.Namespace) -> None:
+    result = md.recall(_stdin_or(args.prompt), args.session, limit=args.limit,
+                       use_llm=not args.no_llm, paths=_csv(args.paths))
+    _emit(args, result.to_dict(), result.text)
+
+
 def cmd_get(md: Memdir, args: argparse.Namespace) -> None:
     memory = md.get(args.ref)
     _emit(args, memory.to_dict(), render.memory_full(memory))
@@ -196,7 +208,8 @@ def cmd_adopt(md: Memdir, args: argparse.Namespace) -> None:
 
 HANDLERS: dict[str, Handler] = {
     "store": cmd_store, "search": cmd_search, "about": cmd_about, "decisions": cmd_decisions,
-    "recent": cmd_recent, "list": cmd_list, "get": cmd_get, "update": cmd_update,
+    "recent": cmd_recent, "list": cmd_list, "context": cmd_context, "recall": cmd_recall,
+    "get": cmd_get, "update": cmd_update,
     "reclassify": cmd_reclassify, "archive": _simple("archived", "archive"),
     "restore": _simple("restored", "restore"), "delete": _simple("deleted", "delete"),
     "stats": cmd_stats, "reindex": cmd_reindex, "doctor": cmd_doctor, "types": cmd_types,

@@ -111,6 +111,24 @@ def build_parser() -> argparse.ArgumentParser:
                    choices=("relevance", "recent", "updated", "name"))
     _filters(p)
 
+    p = add("context", "the session-start context an agent receives, within a token budget")
+    p.add_argument("--query", help="the task at hand (first prompt, branch name...) to rank by")
+    p.add_argument("--budget", type=int, default=800, metavar="TOKENS",
+                   help="hard cap on the output, in tokens (default 800; see README)")
+    p.add_argument("--format", default="markdown",
+                   choices=("markdown", "prompt", "json", "snippets"))
+    p.add_argument("--limit", type=int, help="at most this many memories")
+    p.add_argument("--paths", help="comma-separated files being worked on (boosts memories "
+                   "whose path globs cover them)")
+
+    p = add("recall", "the memories to add for one user prompt, once per session")
+    p.add_argument("prompt", help="the user's prompt ('-' reads stdin)")
+    p.add_argument("--session", required=True, metavar="ID", help="the agent's session id")
+    p.add_argument("--limit", type=int, default=5, help="at most this many (max 5)")
+    p.add_argument("--no-llm", action="store_true",
+                   help="ranked search only, even when an LLM is configured")
+    p.add_argument("--paths", help="comma-separated files being worked on")
+
     p = add("get", "show one memory (by id or file name)")
     p.add_argument("ref", help="memory id or file name")
 

@@ -1,0 +1,286 @@
+"""Per-prompt recall (seed 001): a few memories for the prompt at hand, once per session.
+
+Rules:
+- prompts of a single word are skipped (too short to select anything meaningfully);
+- at most ``MAX_RECALL`` (5) memories per prompt, none already surfaced in this session;
+- each memory's text is cut at ``MAX_MEMORY_BYTES`` (4 KB); once a session has received
+  ``MAX_SESSION_BYTES`` (60 KB) of memory text it receives no more (bytes, not tokens: fast,
+  and fair to every script);
+- memories older than one day carry a freshness warning with their age in days.
+
+Selection is ranked search by default. With an LLM configured, the side query of seed 001
+sends a manifest (file names and descriptions, never bodies) and takes back up to five file
+names; names not in the manifest are discarded, and any failure falls back to ranked search.
+
+Invariants:
+- Session state lives in the index (``recall_sessions``, ``recall_surfaced``), so separate
+  hook processes of one session share it. A memory is claimed for a session with an
+  ``INSERT OR IGNORE`` inside the write transaction that also adds its bytes: two processes
+  racing on one prompt can never both surface the same memory or overrun the session cap.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from memdir.errors import InvalidMemoryError
+from memdir.model import Memory, format_time
+from memdir.search import run_search
+
+if TYPE_CHECKING:
+    from memdir.index import Index
+    from memdir.llm import LLM
+    from memdir.store import MemoryDir
+
+__all__ = [
+    "MAX_MEMORY_BYTES",
+    "MAX_RECALL",
+    "MAX_SESSION_BYTES",
+    "Recall",
+    "Recalled",
+    "freshness_warning",
+    "memory_age",
+    "recall",
+]
+
+MAX_RECALL = 5
+MAX_MEMORY_BYTES = 4 * 1024
+MAX_SESSION_BYTES = 60 * 1024
+MANIFEST_SIZE = 200  # candidates offered to the LLM; the rest are unlikely and cost tokens
+TRUNCATED = "\n\n[... truncated, memory file too large ...]"
+
+SELECT_PROMPT = (
+    "You are selecting memories that will be useful to an AI coding assistant as it "
+    "processes a user's query. You will be given the user's query and a list of available "
+    "memory files with their file names and descriptions.\n\n"
+    'Return a JSON object with a "selected_memories" array of file names for the memories '
+    "that will clearly be useful (up to 5). Only include memories that you are certain will "
+    "be helpful based on their name and description.\n"
+    "- If you are unsure if a memory will be useful, do not include it.\n"
+    "- If no memories would clearly be useful, return an empty array.\n"
+    "- Do not select reference documentation for tools the assistant is clearly already "
+    "using, but do select warnings, gotchas and known issues about them."
+)
+SELECT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"selected_memories": {"type": "array", "items": {"type": "string"},
+                                         "maxItems": MAX_RECALL}},
+    "required": ["selected_memories"],
+}
+
+
+def memory_age(days: int) -> str:
+    """'today', 'yesterday' or 'N days ago': models reason about these better than dates."""
+    if days <= 0:
+        return "today"
+    if days == 1:
+        return "yesterday"
+    return f"{days} days ago"
+
+
+def freshness_warning(days: int) -> str:
+    """Empty for memories from today or yesterday; an action-cue caveat for older ones."""
+    if days <= 1:
+        return ""
+    return (f"This memory is {days} days old. Memories are point-in-time observations, not "
+            "live state: claims about code behavior or file:line citations may be outdated. "
+            "Verify against current code before relying on it.")
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """One recalled memory as injected: its text (cut at 4 KB) and how old it is."""
+
+    memory: Memory
+    content: str
+    days: int
+    truncated: bool
+
+    @property
+    def header(self) -> str:
+        where = f"{self.memory.scope}/{self.memory.file}"
+        warning = freshness_warning(self.days)
+        if warning:
+            return f"{warning}\n\nMemory (saved {memory_age(self.days)}): {where}:"
+        return f"Memory (saved {memory_age(self.days)}): {where}:"
+
+    @property
+    def text(self) -> str:
+        return f"<system-reminder>\n{self.header}\n\n{self.content}\n</system-reminder>"
+
+    def to_dict(self) -> dict[str, Any]:
+        m = self.memory
+        return {
+            "id": m.id, "type": m.type, "scope": m.scope, "file": m.file, "name": m.name,
+            "content": self.content, "truncated": self.truncated, "days": self.days,
+            "age": memory_age(self.days), "freshness": freshness_warning(self.days),
+        }
+
+
+@dataclass(frozen=True)
+class Recall:
+    """What :meth:`Memdir.recall` returns. ``skipped`` says why nothing was looked up."""
+
+    session_id: str
+    items: tuple[Recalled, ...] = ()
+    method: str = "search"  # "search" or "llm"
+    session_bytes: int = 0
+    skipped: str | None = None
+
+    @property
+    def memories(self) -> list[Memory]:
+        return [item.memory for item in self.items]
+
+    @property
+    def text(self) -> str:
+        """The injection: one <system-reminder> block per memory (seed 001)."""
+        return "\n\n".join(item.text for item in self.items)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "session_id": self.session_id, "method": self.method, "skipped": self.skipped,
+            "session_bytes": self.session_bytes, "count": len(self.items),
+            "memories": [item.to_dict() for item in self.items], "text": self.text,
+        }
+
+
+def _cut(body: str) -> tuple[str, bool]:
+    raw = body.encode("utf-8")
+    if len(raw) <= MAX_MEMORY_BYTES:
+        return body, False
+    return raw[:MAX_MEMORY_BYTES].decode("utf-8", errors="ignore") + TRUNCATED, True
+
+
+def _session(conn: sqlite3.Connection, session_id: str) -> tuple[int, set[tuple[str, str]]]:
+    row = conn.execute("SELECT bytes FROM recall_sessions WHERE session_id = ?",
+                       (session_id,)).fetchone()
+    surfaced = {(r[0], r[1]) for r in conn.execute(
+        "SELECT dir, id FROM recall_surfaced WHERE session_id = ?", (session_id,))}
+    return (int(row[0]) if row else 0), surfaced
+
+
+def _where(memory: Memory) -> tuple[str, str]:
+    return (str(memory.path.parent) if memory.path else "", memory.id)
+
+
+def _by_search(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], prompt: str,
+               surfaced: set[tuple[str, str]], limit: int, paths: Sequence[str] | None,
+               at: datetime) -> list[Memory]:
+    hits = run_search(conn, prompt, dirs, types=[], tags=None, include_archived=False,
+                      paths=None, limit=limit + len(surfaced) + 20, at=at)
+    if paths:  # memories about the files at hand first
+        from memdir.search import glob_matches
+
+        hits.sort(key=lambda h: -h.score * (1.5 if glob_matches(h.memory.paths, paths) else 1))
+    fresh = [h.memory for h in hits if _where(h.memory) not in surfaced]
+    return fresh[:limit]
+
+
+def _manifest(index: Index, dirs: Sequence[MemoryDir], prompt: str,
+              surfaced: set[tuple[str, str]], at: datetime) -> dict[str, Memory]:
+    """Manifest name -> memory: matches for the prompt first, then the most relevant others."""
+    chosen: dict[tuple[str, str], Memory] = {}
+    for hit in run_search(index.conn, prompt, dirs, types=[], tags=None, include_archived=False,
+                          paths=None, limit=MANIFEST_SIZE // 2, at=at):
+        if _where(hit.memory) not in surfaced:
+            chosen.setdefault(_where(hit.memory), hit.memory)
+    others = index.select(
+        f"m.dir IN ({','.join('?' * len(dirs))}) AND m.status = 'active'",
+        [d.key for d in dirs], f"ORDER BY m.relevance DESC, m.updated DESC LIMIT "
+                               f"{MANIFEST_SIZE + len(surfaced)}") if dirs else []
+    for memory in others:
+        if len(chosen) >= MANIFEST_SIZE:
+            break
+        if _where(memory) not in surfaced:
+            chosen.setdefault(_where(memory), memory)
+    names: dict[str, Memory] = {}
+    files = [m.file for m in chosen.values()]
+    for memory in chosen.values():
+        # Bare file names where unique (what a model most likely echoes back), else scoped.
+        name = memory.file if files.count(memory.file) == 1 else f"{memory.scope}/{memory.file}"
+        names[name] = memory
+    return names
+
+
+def _by_llm(index: Index, llm: LLM, dirs: Sequence[MemoryDir], prompt: str,
+            surfaced: set[tuple[str, str]], limit: int, at: datetime) -> list[Memory] | None:
+    names = _manifest(index, dirs, prompt, surfaced, at)
+    if not names:
+        return []
+    lines = []
+    for name, memory in names.items():
+        about = memory.description or memory.name
+        lines.append(f"- {name} [{memory.type}]: {' '.join(about.split())}")
+    answer = llm.ask(SELECT_PROMPT, f"Query: {prompt}\n\nAvailable memories:\n" + "\n".join(lines),
+                     SELECT_SCHEMA, purpose="recall", max_tokens=256)
+    if not isinstance(answer, dict) or not isinstance(answer.get("selected_memories"), list):
+        return None
+    picked: list[Memory] = []
+    for name in answer["selected_memories"]:
+        if not isinstance(name, str):
+            continue
+        # "project/x.md" echoed back for a manifest entry listed as the bare "x.md"
+        found = names.get(name) or names.get(name.rsplit("/", 1)[-1])
+        if found is not None and found not in picked:
+            picked.append(found)
+    return picked[:limit]
+
+
+def _claim(index: Index, session_id: str, memories: Sequence[Memory],
+           at: datetime) -> tuple[list[Recalled], int]:
+    """Record the memories as surfaced in this session, within its byte budget."""
+    out: list[Recalled] = []
+    stamp = format_time(at)
+    with index.write() as conn:
+        used, _ = _session(conn, session_id)
+        conn.execute("INSERT OR IGNORE INTO recall_sessions (session_id, started, updated) "
+                     "VALUES (?, ?, ?)", (session_id, stamp, stamp))
+        for memory in memories:
+            content, truncated = _cut(memory.body)
+            size = len(content.encode("utf-8"))
+            if used + size > MAX_SESSION_BYTES:
+                break
+            claimed = conn.execute(
+                "INSERT OR IGNORE INTO recall_surfaced (session_id, dir, id, surfaced) "
+                "VALUES (?, ?, ?, ?)", (session_id, *_where(memory), stamp)).rowcount
+            if claimed != 1:
+                continue  # another process surfaced it a moment ago
+            used += size
+            days = max(0, int((at - memory.updated).total_seconds() // 86400))
+            out.append(Recalled(memory, content, days, truncated))
+        conn.execute("UPDATE recall_sessions SET bytes = ?, recalls = recalls + 1, "
+                     "updated = ? WHERE session_id = ?", (used, stamp, session_id))
+    return out, used
+
+
+def recall(index: Index, dirs: Sequence[MemoryDir], prompt: str, session_id: str, *,
+           at: datetime, limit: int = MAX_RECALL, llm: LLM | None = None,
+           paths: Sequence[str] | None = None) -> Recall:
+    """Select, claim and return the memories for one prompt (see the module docstring)."""
+    if not isinstance(session_id, str) or not session_id.strip():
+        raise InvalidMemoryError("recall needs a session id",
+                                 "pass the agent's session id (--session ID)")
+    if not isinstance(limit, int) or limit < 1:
+        raise InvalidMemoryError(f"limit must be at least 1, not {limit!r}")
+    limit = min(limit, MAX_RECALL)
+    if len((prompt or "").split()) < 2:
+        return Recall(session_id, skipped="single-word prompt")
+    conn = index.conn
+    used, surfaced = _session(conn, session_id)
+    if used >= MAX_SESSION_BYTES:
+        return Recall(session_id, session_bytes=used, skipped="session recall budget spent")
+    method, chosen = "search", None
+    if llm is not None and llm.available:
+        chosen = _by_llm(index, llm, dirs, prompt, surfaced, limit, at)
+        method = "llm" if chosen is not None else "search"
+    if chosen is None:
+        chosen = _by_search(conn, dirs, prompt, surfaced, limit, paths, at)
+    if not chosen:
+        return Recall(session_id, method=method, session_bytes=used)
+    items, used = _claim(index, session_id, chosen, at)
+    index.touch(item.memory for item in items)
+    return Recall(session_id, tuple(items), method, used)
