@@ -330,10 +330,15 @@ class Memdir:
     def llm(self) -> LLM:
         """The configured LLM (``[llm]`` in config.toml, ``MEMDIR_LLM``...); never raises on use."""
         if self._llm is None:
+            from memdir.errors import ConfigError
             from memdir.ledger import Ledger
-            from memdir.llm import LLM, llm_settings
+            from memdir.llm import LLM, llm_settings, log
 
-            self._llm = LLM.from_settings(llm_settings(self.home), Ledger(self.index))
+            try:
+                self._llm = LLM.from_settings(llm_settings(self.home), Ledger(self.index))
+            except ConfigError as exc:  # a bad setting costs the LLM, never the caller
+                log.warning("memdir: LLM disabled: %s (hint: %s)", exc.message, exc.hint)
+                self._llm = LLM(None)
         return self._llm
 
     def stats(self) -> Stats:

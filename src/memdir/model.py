@@ -205,6 +205,9 @@ class Stats:
     directories: Mapping[str, str]
     index_path: str
     taxonomy: Mapping[str, str]
+    # provider, model, daily_budget and today's calls, failures and tokens (issue: LLM calls
+    # are counted and capped per day)
+    llm: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -217,4 +220,5 @@ class Stats:
             "directories": dict(self.directories),
             "index_path": self.index_path,
             "taxonomy": dict(self.taxonomy),
+            "llm": dict(self.llm),
         }

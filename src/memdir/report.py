@@ -45,7 +45,28 @@ def stats(md: Memdir, dirs: Sequence[MemoryDir]) -> Stats:
         directories={d.scope: str(d.path) for d in dirs},
         index_path=str(md.index.path),
         taxonomy={d.scope: d.taxonomy.preset for d in dirs},
+        llm=_llm_usage(md),
     )
+
+
+def _llm_usage(md: Memdir) -> dict[str, object]:
+    from datetime import datetime
+
+    from memdir.errors import ConfigError
+    from memdir.ledger import Ledger
+    from memdir.llm import llm_settings
+
+    usage = Ledger(md.index).usage(datetime.now().astimezone().date().isoformat())
+    out: dict[str, object] = {
+        "calls_today": usage.calls, "failures_today": usage.failures,
+        "input_tokens_today": usage.input_tokens, "output_tokens_today": usage.output_tokens,
+    }
+    try:
+        settings = llm_settings(md.home)
+    except ConfigError as exc:
+        return {"provider": "invalid", "error": exc.message, "hint": exc.hint, **out}
+    return {"provider": settings.provider, "model": settings.effective_model,
+            "daily_budget": settings.daily_budget, **out}
 
 
 def doctor(md: Memdir, dirs: Sequence[MemoryDir]) -> list[Problem]:

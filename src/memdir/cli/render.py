@@ -113,6 +113,18 @@ def stats_text(stats: Stats) -> str:
     for scope, path in stats.directories.items():
         lines.append(f"{scope} directory: {path} (taxonomy {stats.taxonomy.get(scope)})")
     lines.append(f"index: {stats.index_path}")
+    llm = stats.llm
+    if llm:
+        budget = llm.get("daily_budget")
+        lines.append(f"llm: {llm.get('provider')}"
+                     + (f" ({llm['model']})" if llm.get("model") else "")
+                     + f", {llm.get('calls_today', 0)} calls today"
+                     + (f" of {budget} allowed" if budget is not None else "")
+                     + f", {llm.get('failures_today', 0)} failed, "
+                       f"{llm.get('input_tokens_today', 0)} tokens in, "
+                       f"{llm.get('output_tokens_today', 0)} out")
+        if llm.get("error"):
+            lines.append(f"llm settings: {llm['error']} (hint: {llm.get('hint')})")
     return "\n".join(lines)
 
 
