@@ -91,3 +91,6 @@ def cli(home: Path, repo: Path) -> CLI:
 def cli_json(result: subprocess.CompletedProcess[str]) -> object:
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
+
+
+from llm_support import local_llm, scripted_llm  # noqa: E402, F401

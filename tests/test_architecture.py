@@ -16,11 +16,11 @@ HEAVY = {"mcp", "fastapi", "starlette", "uvicorn", "httpx", "numpy", "onnxruntim
          "tokenizers", "psycopg", "pydantic"}
 
 PUBLIC = [
-    "PRESETS", "ConfigError", "Context", "ContextItem", "Hit", "InvalidMemoryError", "Memdir",
-    "MemdirError", "Memory", "MemoryFileError", "MemoryNotFoundError", "PathTraversalError",
-    "Problem", "Recall", "RecallPrefetch", "Recalled", "Scope", "SecretDetectedError", "Stats",
-    "Taxonomy", "TypeSpec", "UnknownTypeError", "__version__", "build_memory_prompt_section",
-    "count_tokens", "start_recall_prefetch",
+    "PRESETS", "ConfigError", "Context", "ContextItem", "Hit", "InvalidMemoryError",
+    "LLMError", "Memdir", "MemdirError", "Memory", "MemoryFileError", "MemoryNotFoundError",
+    "PathTraversalError", "Problem", "Recall", "RecallPrefetch", "Recalled", "Scope",
+    "SecretDetectedError", "Stats", "Taxonomy", "TypeSpec", "UnknownTypeError", "__version__",
+    "build_memory_prompt_section", "count_tokens", "start_recall_prefetch",
 ]
 
 

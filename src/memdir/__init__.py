@@ -12,6 +12,7 @@ from memdir.context_format import ContextItem, count_tokens
 from memdir.errors import (
     ConfigError,
     InvalidMemoryError,
+    LLMError,
     MemdirError,
     MemoryFileError,
     MemoryNotFoundError,
@@ -33,6 +34,7 @@ __all__ = [
     "ContextItem",
     "Hit",
     "InvalidMemoryError",
+    "LLMError",
     "Memdir",
     "MemdirError",
     "Memory",

@@ -29,6 +29,7 @@ __all__ = [
     "Config",
     "ProjectSettings",
     "load_config",
+    "read_toml",
     "resolve_home",
     "save_adopted",
     "user_config_path",
@@ -68,7 +69,7 @@ def user_config_path() -> Path:
     return Path(user_config_dir("memdir", appauthor=False)) / "config.toml"
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def read_toml(path: Path) -> dict[str, Any]:
     try:
         with open(path, "rb") as fh:
             return tomllib.load(fh)
@@ -91,7 +92,7 @@ def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
     env = os.environ.get("MEMDIR_HOME")
     if env:
         return Path(env).expanduser().resolve()
-    data = _read_toml(user_config_path())
+    data = read_toml(user_config_path())
     value = data.get("home")
     if isinstance(value, str) and value:
         return Path(value).expanduser().resolve()
@@ -125,7 +126,7 @@ def _projects(data: dict[str, Any], where: str) -> dict[str, ProjectSettings]:
 
 
 def load_config(home: Path, repo_root: Path | None = None) -> Config:
-    data = _read_toml(home / "config.toml")
+    data = read_toml(home / "config.toml")
     where = str(home / "config.toml")
     taxonomy = _check_preset(data.get("taxonomy", DEFAULT_PRESET), where)
     scope_taxonomy: dict[str, str] = {}
@@ -133,13 +134,13 @@ def load_config(home: Path, repo_root: Path | None = None) -> Config:
         section = data.get(scope)
         if isinstance(section, dict) and "taxonomy" in section:
             scope_taxonomy[scope] = _check_preset(section["taxonomy"], where)
-    projects = _projects(_read_toml(home / "adopted.toml"), str(home / "adopted.toml"))
+    projects = _projects(read_toml(home / "adopted.toml"), str(home / "adopted.toml"))
     projects.update(_projects(data, where))
     problems: list[Problem] = []
     if repo_root is not None:
         repo_file = repo_root / ".memdir" / "config.toml"
         try:
-            repo = _read_toml(repo_file)
+            repo = read_toml(repo_file)
         except ConfigError as exc:
             repo = {}
             problems.append(Problem("config", str(repo_file), exc.message, exc.hint))
@@ -182,7 +183,7 @@ def save_adopted(home: Path, project_root: Path, memory_dir: Path, taxonomy: str
     from memdir.files import atomic_write
 
     path = home / "adopted.toml"
-    table = _read_toml(path).get("projects", {})
+    table = read_toml(path).get("projects", {})
     table[str(project_root)] = {"memory_dir": str(memory_dir), "taxonomy": taxonomy}
     lines = ["# Written by `memdir adopt`: projects whose memory lives in another directory.", ""]
     for root, entry in sorted(table.items()):

@@ -23,8 +23,10 @@ Invariants:
 
 from __future__ import annotations
 
+import json
+import math
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -39,8 +41,14 @@ from memdir.context_format import (
 from memdir.errors import InvalidMemoryError
 from memdir.index import row_to_memory
 from memdir.model import RELEVANCE_WORDS, Memory
-from memdir.search import glob_matches, run_search, strength, strength_of, type_factors
-from memdir.taxonomy import Taxonomy
+from memdir.search import (
+    HALF_LIFE_DAYS,
+    TEMPORARY_HALF_LIFE_DAYS,
+    glob_matches,
+    run_search,
+    strength,
+)
+from memdir.taxonomy import Taxonomy, TypeSpec
 
 if TYPE_CHECKING:
     from memdir.store import MemoryDir
@@ -51,8 +59,11 @@ HIGH = RELEVANCE_WORDS["high"]
 B_THRESHOLD = 0.1  # the strength below which consolidation archives a memory (seed 002)
 PATH_BOOST = 1.5
 PROCEDURES = 3
-POOL = 400  # candidates considered per layer; more never fit an injection budget
-GIVE_UP_AFTER = 25  # consecutive candidates that did not fit: the budget is effectively full
+POOL = 400  # candidates ranked per layer; more never fit an injection budget
+POOL_C = 50  # procedures loaded per group (proven / not) to order them by match
+QUERY_HITS = 30  # matches for the query considered (each is loaded whole)
+MIN_ITEM_TOKENS = 4  # "- " and a few words: below this remaining budget nothing fits
+GIVE_UP_AFTER = 10  # consecutive candidates that did not fit: the budget is effectively full
 
 
 @dataclass(frozen=True)
@@ -83,64 +94,100 @@ def _where(dirs: Sequence[MemoryDir]) -> tuple[str, list[Any]]:
             [d.key for d in dirs])
 
 
-def _select(conn: sqlite3.Connection, where: str, params: Sequence[Any],
-            tail: str = "") -> list[Memory]:
+_JOIN = "FROM memories m LEFT JOIN usage u ON u.dir = m.dir AND u.id = m.id"
+
+
+def _load(conn: sqlite3.Connection, rowids: Sequence[int]) -> dict[int, Memory]:
     rows = conn.execute(
-        "SELECT m.*, u.access_count, u.last_accessed FROM memories m "
-        "LEFT JOIN usage u ON u.dir = m.dir AND u.id = m.id "
-        f"WHERE {where} {tail}", tuple(params)).fetchall()
-    return [row_to_memory(r) for r in rows]
+        f"SELECT m.*, u.access_count, u.last_accessed {_JOIN} "
+        f"WHERE m.rowid IN ({','.join('?' * len(rowids))})", list(rowids)).fetchall()
+    return {row["rowid"]: row_to_memory(row) for row in rows}
 
 
-def _layer_a(conn: sqlite3.Connection, dirs: Sequence[MemoryDir]) -> list[Memory]:
+def _paged(conn: sqlite3.Connection, ranked: Sequence[tuple[int, float]],
+           page: int = 20) -> Iterator[tuple[Memory, float]]:
+    """Memories of ranked rowids, loaded a page at a time: a budget rarely needs many."""
+    for start in range(0, len(ranked), page):
+        chunk = ranked[start:start + page]
+        loaded = _load(conn, [r for r, _ in chunk])
+        for rowid, score in chunk:
+            if rowid in loaded:
+                yield loaded[rowid], score
+
+
+def _ensure_math(conn: sqlite3.Connection) -> None:
+    """SQLite builds without the math functions get Python ones (same results, slower)."""
+    try:
+        conn.execute("SELECT pow(2, 3), ln(2)").fetchone()
+    except sqlite3.OperationalError:
+        conn.create_function("pow", 2, lambda a, b: float(a) ** float(b), deterministic=True)
+        conn.create_function("ln", 1, lambda a: math.log(a), deterministic=True)
+
+
+def _types_of(dirs: Sequence[MemoryDir], test: Callable[[TypeSpec], bool]) -> tuple[str, list[Any]]:
+    """An SQL condition: the memory's type (in its directory's taxonomy) passes ``test``."""
     parts, params = [], []
     for d in dirs:
-        names = [t.name for t in d.taxonomy.types if t.baseline]
+        names = [t.name for t in d.taxonomy.types if test(t)]
         if names:
             parts.append(f"(m.dir = ? AND m.type IN ({','.join('?' * len(names))}))")
             params.extend([d.key, *names])
-    if not parts:
-        return []
-    return _select(conn, f"m.status = 'active' AND m.relevance >= ? AND ({' OR '.join(parts)})",
-                   [HIGH, *params], f"ORDER BY m.relevance DESC, m.updated DESC, m.file "
-                                    f"LIMIT {POOL}")
+    return (f"({' OR '.join(parts)})" if parts else "0"), params
 
 
-def _strongest(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], at: datetime,
-               procedural: bool) -> list[tuple[Memory, float]]:
-    """Active memories of the (non-)procedural types by strength, strongest first.
+def _weighs(weight: float) -> Callable[[TypeSpec], bool]:
+    return lambda spec: spec.weight == weight
 
-    Strength is computed from a narrow row per memory (no body, no JSON), so ranking every
-    memory of a large store stays cheap; only the best ``POOL`` are loaded whole."""
+
+def _strength_sql(dirs: Sequence[MemoryDir], at: datetime) -> tuple[str, list[Any]]:
+    """search.strength() as one SQL expression, so SQLite ranks a large store in C."""
+    weights, params = [], []
+    for weight in sorted({t.weight for d in dirs for t in d.taxonomy.types}):
+        cond, cparams = _types_of(dirs, _weighs(weight))
+        weights.append(f"WHEN {cond} THEN {weight!r}")
+        params.extend(cparams)
+    weight_sql = f"(CASE {' '.join(weights)} ELSE 0.7 END)" if weights else "0.7"
+    temporary, tparams = _types_of(dirs, lambda t: t.temporary)
+    expr = (f"{weight_sql} * m.relevance * pow(0.5, max(0.0, ? - max(julianday(m.updated), "
+            f"COALESCE(julianday(u.last_accessed), 0))) / (CASE WHEN {temporary} THEN "
+            f"{TEMPORARY_HALF_LIFE_DAYS} ELSE {HALF_LIFE_DAYS} END)) * "
+            f"(1 + 0.25 * ln(1 + max(0, m.reinforced + COALESCE(u.access_count, 0))))")
+    return expr, [*params, _julian(at), *tparams]
+
+
+Ranked = list[tuple[int, float, bool]]
+
+
+def _ranked(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], at: datetime,
+            paths: Sequence[str] | None) -> tuple[Ranked, Ranked]:
+    """(rowid, strength × path boost, proven) of active memories, strongest first, at most
+    ``POOL`` each of the other types (layer B) and of the procedural ones (layer C).
+
+    One pass: SQLite computes every strength once and keeps the best of each kind."""
+    _ensure_math(conn)
     where, params = _where(dirs)
-    rows = conn.execute(
-        "SELECT m.rowid, m.dir, m.type, m.relevance, m.reinforced + COALESCE(u.access_count, 0), "
-        "? - MAX(julianday(m.updated), COALESCE(julianday(u.last_accessed), 0)) "
-        "FROM memories m LEFT JOIN usage u ON u.dir = m.dir AND u.id = m.id "
-        f"WHERE {where}", [_julian(at), *params]).fetchall()
-    taxonomies = {d.key: d.taxonomy for d in dirs}
-    factors: dict[tuple[str, str], tuple[float, float] | None] = {}
-    scored: list[tuple[float, int]] = []
-    for rowid, key, type_name, relevance, uses, days in rows:
-        if (key, type_name) not in factors:
-            tax = taxonomies.get(key)
-            spec = tax.lookup(type_name) if tax else None
-            is_proc = bool(spec and spec.layer == "procedural")
-            factors[key, type_name] = type_factors(tax, type_name) if is_proc == procedural \
-                else None
-        f = factors[key, type_name]
-        if f is not None:
-            scored.append((strength_of(f[0], f[1], relevance, days or 0.0, uses), rowid))
-    scored.sort(key=lambda pair: -pair[0])
-    best = scored[:POOL]
-    if not best:
-        return []
-    rows = conn.execute(
-        "SELECT m.*, u.access_count, u.last_accessed FROM memories m "
-        "LEFT JOIN usage u ON u.dir = m.dir AND u.id = m.id "
-        f"WHERE m.rowid IN ({','.join('?' * len(best))})", [r for _, r in best]).fetchall()
-    by_row = {row["rowid"]: row_to_memory(row) for row in rows}
-    return [(by_row[r], value) for value, r in best if r in by_row]
+    kind, kparams = _types_of(dirs, lambda t: t.layer == "procedural")
+    expr, sparams = _strength_sql(dirs, at)
+    inner = (f"SELECT m.rowid AS rowid, {expr} AS s, {kind} AS proc, "
+             "CASE WHEN " + kind + " THEN COALESCE(json_extract(m.meta, '$.success_count'), 0)"
+             f" > 0 ELSE 0 END AS proven, m.paths AS paths {_JOIN} WHERE {where}")
+    args = [*sparams, *kparams, *kparams, *params]
+    found = {row[0]: row for row in conn.execute(
+        f"SELECT rowid, s, proc, proven, paths FROM (SELECT *, ROW_NUMBER() OVER "
+        f"(PARTITION BY proc ORDER BY s DESC, rowid) AS n FROM ({inner})) WHERE n <= {POOL}",
+        args)}
+    if paths:  # memories about the files at hand may rank anywhere: find them all
+        for row in conn.execute(f"SELECT rowid, s, proc, proven, paths FROM ({inner}) "
+                                "WHERE paths != '[]'", args):
+            found.setdefault(row[0], row)
+    other: Ranked = []
+    procedures: Ranked = []
+    for rowid, value, proc, proven, globs in found.values():
+        boost = PATH_BOOST if paths and glob_matches(json.loads(globs), paths) else 1.0
+        (procedures if proc else other).append((rowid, float(value) * boost, bool(proven)))
+    for ranked in (other, procedures):
+        ranked.sort(key=lambda t: (-t[1], t[0]))
+    return other, procedures
 
 
 def _julian(at: datetime) -> float:
@@ -155,48 +202,61 @@ def _boost(memory: Memory, paths: Sequence[str] | None) -> float:
     return PATH_BOOST if paths and memory.paths and glob_matches(memory.paths, paths) else 1.0
 
 
+def _layer_a(conn: sqlite3.Connection, dirs: Sequence[MemoryDir],
+             at: datetime) -> Iterator[tuple[Memory, float]]:
+    where, params = _where(dirs)
+    kind, kparams = _types_of(dirs, lambda t: t.baseline)
+    rows = conn.execute(
+        f"SELECT m.rowid FROM memories m WHERE {where} AND m.relevance >= ? AND {kind} "
+        f"ORDER BY m.relevance DESC, m.updated DESC, m.file LIMIT {POOL}",
+        [*params, HIGH, *kparams]).fetchall()
+    taxonomies = {d.key: d.taxonomy for d in dirs}
+    for memory, _ in _paged(conn, [(r[0], 0.0) for r in rows]):
+        tax = taxonomies.get(str(memory.path.parent) if memory.path else "")
+        yield memory, strength(memory, tax, at)
+
+
 def _layer_b(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], query: str | None,
-             paths: Sequence[str] | None, at: datetime) -> list[tuple[Memory, float]]:
-    procedural = {(d.key, t.name) for d in dirs for t in d.taxonomy.types
-                  if t.layer == "procedural"}
-    out: list[tuple[Memory, float]] = []
+             paths: Sequence[str] | None, at: datetime,
+             ranked: Ranked) -> Iterator[tuple[Memory, float]]:
+    matched: set[tuple[str, str]] = set()
     if query:
+        procedural = {(d.key, t.name) for d in dirs for t in d.taxonomy.types
+                      if t.layer == "procedural"}
+        hits = []
         for hit in run_search(conn, query, dirs, types=[], tags=None, include_archived=False,
-                              paths=None, limit=POOL, at=at):
+                              paths=None, limit=QUERY_HITS, at=at):
             m = hit.memory
-            if (str(m.path.parent) if m.path else "", m.type) in procedural:
-                continue
-            out.append((m, hit.match * hit.strength * _boost(m, paths)))
-        out.sort(key=lambda pair: -pair[1])
-    matched = {_key(m) for m, _ in out}
-    rest = [(m, s * _boost(m, paths)) for m, s in _strongest(conn, dirs, at, procedural=False)
-            if _key(m) not in matched and s >= B_THRESHOLD]
-    rest.sort(key=lambda pair: -pair[1])
-    return out + rest
-
-
-def _proven(memory: Memory) -> bool:
-    value = memory.meta.get("success_count", 0)
-    return isinstance(value, int | float) and value > 0
+            if (str(m.path.parent) if m.path else "", m.type) not in procedural:
+                hits.append((m, hit.match * hit.strength * _boost(m, paths)))
+        hits.sort(key=lambda pair: -pair[1])
+        matched = {_key(m) for m, _ in hits}
+        yield from hits
+    strong = [(r, s) for r, s, _ in ranked if s >= B_THRESHOLD]
+    for memory, score in _paged(conn, strong):
+        if _key(memory) not in matched:
+            yield memory, score
 
 
 def _layer_c(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], query: str | None,
-             paths: Sequence[str] | None, at: datetime) -> list[tuple[Memory, float]]:
-    candidates = _strongest(conn, dirs, at, procedural=True)
-    if not candidates:
-        return []
+             at: datetime, ranked: Ranked) -> Iterator[tuple[Memory, float]]:
+    if not ranked:
+        return
     matched: dict[tuple[str, str], float] = {}
     if query:
         types = sorted({t.name for d in dirs for t in d.taxonomy.types
                         if t.layer == "procedural"})
         for hit in run_search(conn, query, dirs, types=types, tags=None,
-                              include_archived=False, paths=None, limit=POOL, at=at):
+                              include_archived=False, paths=None, limit=QUERY_HITS, at=at):
             matched[_key(hit.memory)] = hit.match
-    ranked = [(m, (matched.get(_key(m), 0.0) + 1.0) * s * _boost(m, paths))
-              for m, s in candidates]
-    ranked.sort(key=lambda pair: (not _proven(pair[0]), _key(pair[0]) not in matched,
-                                  -pair[1]))
-    return ranked
+    # Proven first, then those matching the task; the few candidates this needs are loaded.
+    head = [(r, s) for r, s, proven in ranked if proven]
+    rest = [(r, s) for r, s, proven in ranked if not proven]
+    for group in (head, rest):
+        loaded = list(_paged(conn, group[:POOL_C]))
+        loaded.sort(key=lambda pair: (_key(pair[0]) not in matched, -pair[1]))
+        for memory, score in loaded:
+            yield memory, (matched.get(_key(memory), 0.0) + 1.0) * score
 
 
 class _Filler:
@@ -208,6 +268,7 @@ class _Filler:
         self.items: list[ContextItem] = []
         self.seen: set[tuple[str, str]] = set()
         self.index = ""
+        self.used = 0
 
     def render(self, items: Sequence[ContextItem], index: str) -> str:
         return render_context(items, self.fmt, index=index, taxonomies=self.taxonomies,
@@ -219,7 +280,7 @@ class _Filler:
     def full(self) -> bool:
         return self.limit is not None and len(self.items) >= self.limit
 
-    def fill(self, layer: str, candidates: Sequence[tuple[Memory, float]],
+    def fill(self, layer: str, candidates: Iterable[tuple[Memory, float]],
              most: int | None = None) -> None:
         added = misses = 0
         for memory, score in candidates:
@@ -227,8 +288,12 @@ class _Filler:
                 return
             if _key(memory) in self.seen:
                 continue
+            if self.budget - self.used < MIN_ITEM_TOKENS:
+                return  # not even the shortest memory line would fit
             item = ContextItem(memory, layer, score)  # type: ignore[arg-type]
-            if self.fits([*self.items, item], ""):
+            tokens = count_tokens(self.render([*self.items, item], ""))
+            if tokens <= self.budget:
+                self.used = tokens
                 self.items.append(item)
                 self.seen.add(_key(memory))
                 added += 1
@@ -280,12 +345,10 @@ def build_context(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], *, index:
     filler = _Filler(form, budget_tokens, taxonomies, limit)
     query = query.strip() if query and query.strip() else None
     if dirs:
-        tax_of = {d.key: d.taxonomy for d in dirs}
-        baseline = [(m, strength(m, tax_of.get(str(m.path.parent) if m.path else ""), at))
-                    for m in _layer_a(conn, dirs)]
-        filler.fill("A", baseline)
-        filler.fill("B", _layer_b(conn, dirs, query, paths, at))
-        filler.fill("C", _layer_c(conn, dirs, query, paths, at), most=PROCEDURES)
+        filler.fill("A", _layer_a(conn, dirs, at))
+        other, procedures = _ranked(conn, dirs, at, paths)
+        filler.fill("B", _layer_b(conn, dirs, query, paths, at, other))
+        filler.fill("C", _layer_c(conn, dirs, query, at, procedures), most=PROCEDURES)
     index_lines = filler.add_index(index)
     text = filler.render(filler.items, filler.index)
     if count_tokens(text) > budget_tokens:  # even the empty frame does not fit: inject nothing

@@ -14,6 +14,7 @@ __all__ = [
     "IndexBusyError",
     "IndexCorruptError",
     "InvalidMemoryError",
+    "LLMError",
     "MemdirError",
     "MemoryFileError",
     "MemoryNotFoundError",
@@ -131,3 +132,21 @@ class IndexBusyError(MemdirError):
         "Another memdir process is writing a lot at once (a bulk import or reindex?); "
         "try again when it has finished."
     )
+
+
+class LLMError(MemdirError):
+    """One LLM call failed. :class:`LLM` turns it into a warning; providers raise it. A call
+    that failed after the model answered (a reply that is not JSON) still cost tokens: they
+    travel with the error so the ledger counts them."""
+
+    code = "llm_error"
+    default_hint = (
+        "memdir works without the LLM (rules and ranked search); check the [llm] settings in "
+        "$MEMDIR_HOME/config.toml, or set MEMDIR_LLM=none to turn it off."
+    )
+
+    def __init__(self, message: str, hint: str | None = None, *, input_tokens: int = 0,
+                 output_tokens: int = 0) -> None:
+        super().__init__(message, hint)
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
