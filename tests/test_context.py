@@ -253,3 +253,24 @@ def test_count_tokens_is_documented_rule() -> None:
     assert count_tokens("abcd") == 1 and count_tokens("abcde") == 2
     assert count_tokens("日本語") == 3  # one per non-ASCII character
     assert count_tokens("ab日") == 2
+
+
+def test_sql_ranking_uses_the_same_strength_as_search(home: Path, repo: Path) -> None:
+    from memdir.search import strength
+
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    with Memdir(home=home, project=repo, clock=lambda: start) as md:
+        for n, kind in enumerate(["decision", "fact", "pitfall", "reference", "project"]):
+            memory = md.store(f"Memory {n} of kind {kind} for the ranking check", type=kind,
+                              relevance=0.2 + 0.15 * n)
+            for _ in range(n):
+                md.get(memory.id)  # accesses feed the reinforcement term
+    later = start + timedelta(days=100)
+    with Memdir(home=home, project=repo, clock=lambda: later) as md:
+        ctx = md.context(budget_tokens=4000)
+        tax = md.directory("project").taxonomy
+        b = [item for item in ctx.items if item.layer == "B"]
+        assert len(b) >= 3
+        for item in b:
+            assert item.score == pytest.approx(strength(item.memory, tax, later), rel=1e-6)
+        assert [i.score for i in b] == sorted((i.score for i in b), reverse=True)
