@@ -126,6 +126,9 @@ def _ensure_math(conn: sqlite3.Connection) -> None:
 
 def _types_of(dirs: Sequence[MemoryDir], test: Callable[[TypeSpec], bool]) -> tuple[str, list[Any]]:
     """An SQL condition: the memory's type (in its directory's taxonomy) passes ``test``."""
+    if len({d.taxonomy.preset for d in dirs}) == 1:  # the usual case: no need to test m.dir
+        names = [t.name for t in dirs[0].taxonomy.types if test(t)]
+        return (f"m.type IN ({','.join('?' * len(names))})" if names else "0"), names
     parts, params = [], []
     for d in dirs:
         names = [t.name for t in d.taxonomy.types if test(t)]
@@ -163,31 +166,37 @@ def _ranked(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], at: datetime,
     """(rowid, strength × path boost, proven) of active memories, strongest first, at most
     ``POOL`` each of the other types (layer B) and of the procedural ones (layer C).
 
-    One pass: SQLite computes every strength once and keeps the best of each kind."""
+    SQLite computes each strength once (the two queries split the rows by type) and keeps
+    the best with a bounded top-k sort; only then does Python look at rows."""
     _ensure_math(conn)
     where, params = _where(dirs)
     kind, kparams = _types_of(dirs, lambda t: t.layer == "procedural")
     expr, sparams = _strength_sql(dirs, at)
-    inner = (f"SELECT m.rowid AS rowid, {expr} AS s, {kind} AS proc, "
-             "CASE WHEN " + kind + " THEN COALESCE(json_extract(m.meta, '$.success_count'), 0)"
-             f" > 0 ELSE 0 END AS proven, m.paths AS paths {_JOIN} WHERE {where}")
-    args = [*sparams, *kparams, *kparams, *params]
-    found = {row[0]: row for row in conn.execute(
-        f"SELECT rowid, s, proc, proven, paths FROM (SELECT *, ROW_NUMBER() OVER "
-        f"(PARTITION BY proc ORDER BY s DESC, rowid) AS n FROM ({inner})) WHERE n <= {POOL}",
-        args)}
-    if paths:  # memories about the files at hand may rank anywhere: find them all
-        for row in conn.execute(f"SELECT rowid, s, proc, proven, paths FROM ({inner}) "
-                                "WHERE paths != '[]'", args):
-            found.setdefault(row[0], row)
-    other: Ranked = []
-    procedures: Ranked = []
-    for rowid, value, proc, proven, globs in found.values():
-        boost = PATH_BOOST if paths and glob_matches(json.loads(globs), paths) else 1.0
-        (procedures if proc else other).append((rowid, float(value) * boost, bool(proven)))
-    for ranked in (other, procedures):
+    out: list[Ranked] = []
+    for procedural in (False, True):
+        proven = ("COALESCE(json_extract(m.meta, '$.success_count'), 0) > 0" if procedural
+                  else "0")
+        sql = (f"SELECT m.rowid, {expr} AS s, {proven} {_JOIN} WHERE {where} AND "
+               f"{'' if procedural else 'NOT '}{kind}")
+        args = [*sparams, *params, *kparams]
+        found = {row[0]: row for row in conn.execute(
+            f"{sql} ORDER BY s DESC, m.rowid LIMIT {POOL}", args)}
+        boosted: set[int] = set()
+        if paths:  # memories about the files at hand may rank anywhere: find them all
+            candidates = conn.execute(
+                f"SELECT m.rowid, m.paths FROM memories m WHERE {where} AND m.paths != '[]' "
+                f"AND {'' if procedural else 'NOT '}{kind}", [*params, *kparams]).fetchall()
+            boosted = {r for r, globs in candidates if glob_matches(json.loads(globs), paths)}
+            missing = [r for r in boosted if r not in found]
+            if missing:
+                found.update({row[0]: row for row in conn.execute(
+                    f"{sql} AND m.rowid IN ({','.join('?' * len(missing))})",
+                    [*args, *missing])})
+        ranked = [(rowid, float(value) * (PATH_BOOST if rowid in boosted else 1.0),
+                   bool(is_proven)) for rowid, value, is_proven in found.values()]
         ranked.sort(key=lambda t: (-t[1], t[0]))
-    return other, procedures
+        out.append(ranked)
+    return out[0], out[1]
 
 
 def _julian(at: datetime) -> float:

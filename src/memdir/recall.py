@@ -50,6 +50,7 @@ __all__ = [
 MAX_RECALL = 5
 MAX_MEMORY_BYTES = 4 * 1024
 MAX_SESSION_BYTES = 60 * 1024
+SPARES = 10  # extra ranked candidates, for when a concurrent recall claims some first
 MANIFEST_SIZE = 200  # candidates offered to the LLM; the rest are unlikely and cost tokens
 TRUNCATED = "\n\n[... truncated, memory file too large ...]"
 
@@ -177,7 +178,8 @@ def _by_search(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], prompt: str,
 
         hits.sort(key=lambda h: -h.score * (1.5 if glob_matches(h.memory.paths, paths) else 1))
     fresh = [h.memory for h in hits if _where(h.memory) not in surfaced]
-    return fresh[:limit]
+    # Spares: another process of this session may claim some of these first (see _claim).
+    return fresh[:limit + SPARES]
 
 
 def _manifest(index: Index, dirs: Sequence[MemoryDir], prompt: str,
@@ -230,9 +232,10 @@ def _by_llm(index: Index, llm: LLM, dirs: Sequence[MemoryDir], prompt: str,
     return picked[:limit]
 
 
-def _claim(index: Index, session_id: str, memories: Sequence[Memory],
-           at: datetime) -> tuple[list[Recalled], int]:
-    """Record the memories as surfaced in this session, within its byte budget."""
+def _claim(index: Index, session_id: str, memories: Sequence[Memory], at: datetime,
+           limit: int) -> tuple[list[Recalled], int]:
+    """Record up to ``limit`` of the memories, in order, as surfaced in this session, within
+    its byte budget; one already claimed by another process is passed over."""
     out: list[Recalled] = []
     stamp = format_time(at)
     with index.write() as conn:
@@ -240,6 +243,8 @@ def _claim(index: Index, session_id: str, memories: Sequence[Memory],
         conn.execute("INSERT OR IGNORE INTO recall_sessions (session_id, started, updated) "
                      "VALUES (?, ?, ?)", (session_id, stamp, stamp))
         for memory in memories:
+            if len(out) >= limit:
+                break
             content, truncated = _cut(memory.body)
             size = len(content.encode("utf-8"))
             if used + size > MAX_SESSION_BYTES:
@@ -281,6 +286,6 @@ def recall(index: Index, dirs: Sequence[MemoryDir], prompt: str, session_id: str
         chosen = _by_search(conn, dirs, prompt, surfaced, limit, paths, at)
     if not chosen:
         return Recall(session_id, method=method, session_bytes=used)
-    items, used = _claim(index, session_id, chosen, at)
+    items, used = _claim(index, session_id, chosen, at, limit)
     index.touch(item.memory for item in items)
     return Recall(session_id, tuple(items), method, used)

@@ -5,7 +5,7 @@ Machine output (``--json``) never comes from here: it is the ``to_dict`` of the 
 
 from __future__ import annotations
 
-import shutil
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -19,7 +19,12 @@ __all__ = ["Progress", "grouped", "hits_table", "memories_table", "memory_full",
 
 
 def _width() -> int:
-    return max(60, shutil.get_terminal_size((120, 24)).columns)
+    # os rather than shutil: shutil pulls in bz2 and lzma, milliseconds on every command.
+    try:
+        columns = int(os.environ.get("COLUMNS", "0")) or os.get_terminal_size().columns
+    except (OSError, ValueError):
+        columns = 120
+    return max(60, columns)
 
 
 def _cut(text: str, width: int) -> str:
