@@ -274,3 +274,32 @@ def test_sql_ranking_uses_the_same_strength_as_search(home: Path, repo: Path) ->
         for item in b:
             assert item.score == pytest.approx(strength(item.memory, tax, later), rel=1e-6)
         assert [i.score for i in b] == sorted((i.score for i in b), reverse=True)
+
+
+def test_a_locked_index_costs_the_counters_not_the_context(
+        md: Memdir, caplog: pytest.LogCaptureFixture) -> None:
+    import sqlite3
+
+    memory = md.store("Never deploy on Fridays", type="policy")
+    md.context()  # reconciled and counted once
+    blocker = sqlite3.connect(md.index.path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    try:
+        with caplog.at_level("WARNING", logger="memdir"):
+            ctx = md.context()
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    assert [i.memory.id for i in ctx.items] == [memory.id]
+    assert "usage counters not updated" in caplog.text
+    assert md.get(memory.id).access_count == 2  # the first context and this get
+
+
+def test_stats_show_llm_calls_and_budget(cli: CLI, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMDIR_LLM", "openai:local-model")
+    monkeypatch.setenv("MEMDIR_LLM_BUDGET", "42")
+    out = cli("stats", check=True).stdout
+    assert "llm: openai (local-model), 0 calls today of 42 allowed" in out
+    data = cli_json(cli("stats", "--json"))
+    assert isinstance(data, dict)
+    assert data["llm"]["daily_budget"] == 42 and data["llm"]["calls_today"] == 0
