@@ -8,6 +8,9 @@ Three layers (seed 002), filled in this order until the budget is spent:
   match × strength. Procedures are left to layer C.
 - C, procedures: up to three procedural memories, proven ones (``success_count`` > 0 in their
   frontmatter) first, those matching the query before the others.
+Layer A takes at most ``A_SHARE`` (60%) of the budget and, when procedures exist, layer B
+leaves ``C_RESERVE`` (15%) for layer C: a store with thousands of always-on memories still
+shows what matches the task. With a query, matching baseline memories come first in layer A.
 Then the project's MEMORY.md (capped at 200 lines / 25,000 bytes), whole or as many lines as
 fit. A memory whose ``paths`` globs cover one of the given files scores ``PATH_BOOST`` times
 higher in layers B and C.
@@ -59,6 +62,8 @@ HIGH = RELEVANCE_WORDS["high"]
 B_THRESHOLD = 0.1  # the strength below which consolidation archives a memory (seed 002)
 PATH_BOOST = 1.5
 PROCEDURES = 3
+A_SHARE = 0.6  # of the budget at most for layer A
+C_RESERVE = 0.15  # of the budget kept from layer B for procedures, when there are any
 POOL = 400  # candidates ranked per layer; more never fit an injection budget
 POOL_C = 50  # procedures loaded per group (proven / not) to order them by match
 QUERY_HITS = 30  # matches for the query considered (each is loaded whole)
@@ -199,6 +204,34 @@ def _ranked(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], at: datetime,
     return out[0], out[1]
 
 
+class _Ranking:
+    """:func:`_ranked`, computed on first use: when layer A fills the budget, never."""
+
+    def __init__(self, conn: sqlite3.Connection, dirs: Sequence[MemoryDir], at: datetime,
+                 paths: Sequence[str] | None) -> None:
+        self._args = (conn, dirs, at, paths)
+        self._result: tuple[Ranked, Ranked] | None = None
+
+    def _get(self) -> tuple[Ranked, Ranked]:
+        if self._result is None:
+            self._result = _ranked(*self._args)
+        return self._result
+
+    def other(self) -> Ranked:
+        return self._get()[0]
+
+    def procedures(self) -> Ranked:
+        return self._get()[1]
+
+    def has_procedures(self) -> bool:
+        """Whether any active procedure exists: one indexed query, no ranking."""
+        conn, dirs, _, _ = self._args
+        where, params = _where(dirs)
+        kind, kparams = _types_of(dirs, lambda t: t.layer == "procedural")
+        return conn.execute(f"SELECT 1 FROM memories m WHERE {where} AND {kind} LIMIT 1",
+                            [*params, *kparams]).fetchone() is not None
+
+
 def _julian(at: datetime) -> float:
     return at.timestamp() / 86400.0 + 2440587.5
 
@@ -211,23 +244,35 @@ def _boost(memory: Memory, paths: Sequence[str] | None) -> float:
     return PATH_BOOST if paths and memory.paths and glob_matches(memory.paths, paths) else 1.0
 
 
-def _layer_a(conn: sqlite3.Connection, dirs: Sequence[MemoryDir],
+def _layer_a(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], query: str | None,
              at: datetime) -> Iterator[tuple[Memory, float]]:
+    """Baseline memories by relevance; with a query, those matching it first."""
+    taxonomies = {d.key: d.taxonomy for d in dirs}
+    matched: set[tuple[str, str]] = set()
+    if query:
+        types = sorted({t.name for d in dirs for t in d.taxonomy.types if t.baseline})
+        hits = [h for h in run_search(conn, query, dirs, types=types, tags=None,
+                                      include_archived=False, paths=None, limit=QUERY_HITS,
+                                      at=at) if h.memory.relevance >= HIGH]
+        hits.sort(key=lambda h: (-h.memory.relevance, -h.score))
+        for hit in hits:
+            matched.add(_key(hit.memory))
+            yield hit.memory, hit.strength
     where, params = _where(dirs)
     kind, kparams = _types_of(dirs, lambda t: t.baseline)
     rows = conn.execute(
         f"SELECT m.rowid FROM memories m WHERE {where} AND m.relevance >= ? AND {kind} "
         f"ORDER BY m.relevance DESC, m.updated DESC, m.file LIMIT {POOL}",
         [*params, HIGH, *kparams]).fetchall()
-    taxonomies = {d.key: d.taxonomy for d in dirs}
     for memory, _ in _paged(conn, [(r[0], 0.0) for r in rows]):
-        tax = taxonomies.get(str(memory.path.parent) if memory.path else "")
-        yield memory, strength(memory, tax, at)
+        if _key(memory) not in matched:
+            tax = taxonomies.get(str(memory.path.parent) if memory.path else "")
+            yield memory, strength(memory, tax, at)
 
 
 def _layer_b(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], query: str | None,
              paths: Sequence[str] | None, at: datetime,
-             ranked: Ranked) -> Iterator[tuple[Memory, float]]:
+             ranking: _Ranking) -> Iterator[tuple[Memory, float]]:
     matched: set[tuple[str, str]] = set()
     if query:
         procedural = {(d.key, t.name) for d in dirs for t in d.taxonomy.types
@@ -241,14 +286,15 @@ def _layer_b(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], query: str | N
         hits.sort(key=lambda pair: -pair[1])
         matched = {_key(m) for m, _ in hits}
         yield from hits
-    strong = [(r, s) for r, s, _ in ranked if s >= B_THRESHOLD]
+    strong = [(r, s) for r, s, _ in ranking.other() if s >= B_THRESHOLD]
     for memory, score in _paged(conn, strong):
         if _key(memory) not in matched:
             yield memory, score
 
 
 def _layer_c(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], query: str | None,
-             at: datetime, ranked: Ranked) -> Iterator[tuple[Memory, float]]:
+             at: datetime, ranking: _Ranking) -> Iterator[tuple[Memory, float]]:
+    ranked = ranking.procedures()
     if not ranked:
         return
     matched: dict[tuple[str, str], float] = {}
@@ -289,19 +335,22 @@ class _Filler:
     def full(self) -> bool:
         return self.limit is not None and len(self.items) >= self.limit
 
-    def fill(self, layer: str, candidates: Iterable[tuple[Memory, float]],
-             most: int | None = None) -> None:
+    def fill(self, layer: str, candidates: Iterable[tuple[Memory, float]], *,
+             upto: int, most: int | None = None) -> None:
+        """Add candidates in order while the output stays within ``upto`` tokens."""
         added = misses = 0
+        if self.full() or upto - self.used < MIN_ITEM_TOKENS:
+            return  # checked before the first candidate is even computed
         for memory, score in candidates:
             if self.full() or (most is not None and added >= most) or misses >= GIVE_UP_AFTER:
                 return
             if _key(memory) in self.seen:
                 continue
-            if self.budget - self.used < MIN_ITEM_TOKENS:
+            if upto - self.used < MIN_ITEM_TOKENS:
                 return  # not even the shortest memory line would fit
             item = ContextItem(memory, layer, score)  # type: ignore[arg-type]
             tokens = count_tokens(self.render([*self.items, item], ""))
-            if tokens <= self.budget:
+            if tokens <= upto:
                 self.used = tokens
                 self.items.append(item)
                 self.seen.add(_key(memory))
@@ -354,10 +403,16 @@ def build_context(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], *, index:
     filler = _Filler(form, budget_tokens, taxonomies, limit)
     query = query.strip() if query and query.strip() else None
     if dirs:
-        filler.fill("A", _layer_a(conn, dirs, at))
-        other, procedures = _ranked(conn, dirs, at, paths)
-        filler.fill("B", _layer_b(conn, dirs, query, paths, at, other))
-        filler.fill("C", _layer_c(conn, dirs, query, at, procedures), most=PROCEDURES)
+        ranking = _Ranking(conn, dirs, at, paths)
+        budget = budget_tokens
+        # Shares keep one layer from starving the next (a store with thousands of always-on
+        # memories would otherwise never show anything about the task): A takes at most
+        # A_SHARE of the budget, B leaves C_RESERVE for procedures when there are any.
+        filler.fill("A", _layer_a(conn, dirs, query, at), upto=int(budget * A_SHARE))
+        reserve = int(budget * C_RESERVE) if ranking.has_procedures() else 0
+        filler.fill("B", _layer_b(conn, dirs, query, paths, at, ranking), upto=budget - reserve)
+        filler.fill("C", _layer_c(conn, dirs, query, at, ranking), upto=budget,
+                    most=PROCEDURES)
     index_lines = filler.add_index(index)
     text = filler.render(filler.items, filler.index)
     if count_tokens(text) > budget_tokens:  # even the empty frame does not fit: inject nothing
