@@ -25,13 +25,12 @@ from memdir.taxonomy import PRESETS, Taxonomy, TypeSpec
 
 if TYPE_CHECKING:
     from memdir.agent import RecallPrefetch, build_memory_prompt_section, start_recall_prefetch
-    from memdir.context import Context
-    from memdir.context_format import ContextItem, count_tokens
+    from memdir.context_format import Context, ContextItem, count_tokens
     from memdir.recall import Recall, Recalled
 
 # Imported on first use (PEP 562): a hook or CLI process pays only for what it runs.
 _LAZY = {
-    "Context": "memdir.context", "ContextItem": "memdir.context_format",
+    "Context": "memdir.context_format", "ContextItem": "memdir.context_format",
     "count_tokens": "memdir.context_format", "Recall": "memdir.recall",
     "Recalled": "memdir.recall", "RecallPrefetch": "memdir.agent",
     "build_memory_prompt_section": "memdir.agent", "start_recall_prefetch": "memdir.agent",

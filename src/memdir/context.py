@@ -30,12 +30,12 @@ import json
 import math
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memdir.context_format import (
     FORMATS,
+    Context,
     ContextItem,
     Format,
     count_tokens,
@@ -69,29 +69,6 @@ POOL_C = 50  # procedures loaded per group (proven / not) to order them by match
 QUERY_HITS = 30  # matches for the query considered (each is loaded whole)
 MIN_ITEM_TOKENS = 4  # "- " and a few words: below this remaining budget nothing fits
 GIVE_UP_AFTER = 10  # consecutive candidates that did not fit: the budget is effectively full
-
-
-@dataclass(frozen=True)
-class Context:
-    """What :meth:`Memdir.context` returns: the text and what went into it."""
-
-    text: str
-    items: tuple[ContextItem, ...]
-    format: Format
-    budget_tokens: int
-    tokens: int
-    index_lines: int  # MEMORY.md lines included (0: none)
-
-    @property
-    def memories(self) -> list[Memory]:
-        return [item.memory for item in self.items]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "format": self.format, "budget_tokens": self.budget_tokens, "tokens": self.tokens,
-            "count": len(self.items), "index_lines": self.index_lines, "text": self.text,
-            "memories": [item.to_dict() for item in self.items],
-        }
 
 
 def _where(dirs: Sequence[MemoryDir]) -> tuple[str, list[Any]]:

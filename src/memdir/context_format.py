@@ -20,12 +20,13 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from memdir.model import Memory
 from memdir.taxonomy import Taxonomy
 
-__all__ = ["FORMATS", "ContextItem", "Format", "count_tokens", "one_line", "render_context"]
+__all__ = ["FORMATS", "Context", "ContextItem", "Format", "count_tokens", "one_line",
+           "render_context"]
 
 Format = Literal["markdown", "prompt", "json", "snippets"]
 FORMATS: tuple[Format, ...] = ("markdown", "prompt", "json", "snippets")
@@ -63,6 +64,29 @@ class ContextItem:
             "score": round(self.score, 6), "name": m.name, "description": m.description,
             "body": m.body, "file": m.file, "tags": list(m.tags),
             "updated": m.updated.isoformat(),
+        }
+
+
+@dataclass(frozen=True)
+class Context:
+    """What :meth:`Memdir.context` returns: the text and what went into it."""
+
+    text: str
+    items: tuple[ContextItem, ...]
+    format: Format
+    budget_tokens: int
+    tokens: int
+    index_lines: int  # MEMORY.md lines included (0: none)
+
+    @property
+    def memories(self) -> list[Memory]:
+        return [item.memory for item in self.items]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": self.format, "budget_tokens": self.budget_tokens, "tokens": self.tokens,
+            "count": len(self.items), "index_lines": self.index_lines, "text": self.text,
+            "memories": [item.to_dict() for item in self.items],
         }
 
 
