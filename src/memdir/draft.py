@@ -28,6 +28,7 @@ __all__ = [
     "default_name",
     "draft",
     "relevance_of",
+    "revise",
     "tag_list",
 ]
 
@@ -172,3 +173,30 @@ def draft(content: str, *, type: str, scope: Scope, taxonomy: Taxonomy, now: dat
     check_secrets([memory.body, memory.name, memory.description, *memory.tags,
                    *memory.paths, *_strings(memory.meta)])
     return memory
+
+
+def revise(current: Memory, *, taxonomy: Taxonomy, now: datetime, content: str | None = None,
+           name: str | None = None, description: str | None = None,
+           tags: Iterable[str] | None = None, paths: Iterable[str] | None = None,
+           relevance: float | str | None = None, meta: Mapping[str, Any] | None = None,
+           reinforce: bool = False) -> Memory:
+    """``current`` with the given fields changed, validated as a new memory would be.
+
+    Fields left as None keep their value; a name or description that was derived from the
+    old body follows the new body."""
+    keep_name = content is None or current.name != default_name(current.body)
+    keep_desc = content is None or current.description != default_description(current.body)
+    candidate = draft(
+        content if content is not None else current.body, type=current.type,
+        scope=current.scope, taxonomy=taxonomy, now=now, anchor=now.astimezone().date(),
+        name=name if name is not None else (current.name if keep_name else None),
+        description=description if description is not None else (
+            current.description if keep_desc else None),
+        tags=tag_list(tags) if tags is not None else current.tags,
+        paths=tag_list(paths, "paths") if paths is not None else current.paths,
+        relevance=relevance if relevance is not None else current.relevance,
+        meta={**current.meta, **(meta or {})}, source=current.source)
+    return current.replace(
+        body=candidate.body, name=candidate.name, description=candidate.description,
+        tags=candidate.tags, paths=candidate.paths, relevance=candidate.relevance,
+        meta=candidate.meta, updated=now, reinforced=current.reinforced + (1 if reinforce else 0))

@@ -127,6 +127,33 @@ _MIGRATIONS: tuple[tuple[str, str], ...] = (
         ) WITHOUT ROWID;
         """,
     ),
+    (
+        "indexed session transcripts (chunks + FTS5) and the extraction cursor per session",
+        """
+        CREATE TABLE session_chunks (
+            rowid INTEGER PRIMARY KEY,
+            dir TEXT NOT NULL, session_id TEXT NOT NULL, chunk INTEGER NOT NULL,
+            first_message INTEGER NOT NULL, last_message INTEGER NOT NULL,
+            started TEXT, text TEXT NOT NULL, transcript TEXT NOT NULL DEFAULT '',
+            UNIQUE (dir, session_id, chunk)
+        );
+        CREATE VIRTUAL TABLE session_fts USING fts5(
+            text, content='session_chunks', content_rowid='rowid',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER session_chunks_ai AFTER INSERT ON session_chunks BEGIN
+            INSERT INTO session_fts (rowid, text) VALUES (new.rowid, new.text);
+        END;
+        CREATE TRIGGER session_chunks_ad AFTER DELETE ON session_chunks BEGIN
+            INSERT INTO session_fts (session_fts, rowid, text) VALUES ('delete', old.rowid,
+                                                                       old.text);
+        END;
+        CREATE TABLE extract_cursor (
+            session_id TEXT PRIMARY KEY, message_index INTEGER NOT NULL,
+            updated TEXT NOT NULL
+        ) WITHOUT ROWID;
+        """,
+    ),
 )
 
 

@@ -13,11 +13,13 @@ import builtins
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memdir import store as st
+from memdir.capture import Capture
 from memdir.config import load_config, resolve_home, save_adopted
 from memdir.errors import InvalidMemoryError, MemoryNotFoundError, PathTraversalError
 from memdir.files import read_index
@@ -28,7 +30,7 @@ from memdir.search import list_memories, run_search
 from memdir.taxonomy import get_taxonomy
 
 if TYPE_CHECKING:
-    from memdir.context import Context
+    from memdir.context_format import Context
     from memdir.llm import LLM
     from memdir.recall import Recall
     from memdir.transfer import ImportReport
@@ -38,7 +40,7 @@ __all__ = ["Memdir"]
 Progress = Callable[[int, int], None]
 
 
-class Memdir:
+class Memdir(Capture):
     """Memory for one project, as seen from ``project`` (default: the working directory)."""
 
     def __init__(self, home: str | Path | None = None, project: str | Path | None = None, *,
@@ -192,32 +194,14 @@ class Memdir:
                meta: Mapping[str, Any] | None = None, reinforce: bool = False) -> Memory:
         """Change fields of a memory (id and file name stay). ``reinforce`` counts one more
         explicit reinforcement, which also resets its decay."""
-        from memdir.draft import default_description, default_name, draft, tag_list
+        from memdir.draft import revise
 
         stamp = self._clock()
 
         def change(current: Memory) -> Memory:
-            merged = {**current.meta, **(meta or {})}
-            # A name or description that was derived from the old body follows the new body.
-            keep_name = content is None or current.name != default_name(current.body)
-            keep_desc = content is None or current.description != default_description(
-                current.body)
-            candidate = draft(
-                content if content is not None else current.body, type=current.type,
-                scope=current.scope, taxonomy=self.directory(current.scope).taxonomy,
-                now=stamp, anchor=stamp.astimezone().date(),
-                name=name if name is not None else (current.name if keep_name else None),
-                description=description if description is not None else (
-                    current.description if keep_desc else None),
-                tags=tag_list(tags) if tags is not None else current.tags,
-                paths=tag_list(paths, "paths") if paths is not None else current.paths,
-                relevance=relevance if relevance is not None else current.relevance,
-                meta=merged, source=current.source)
-            return current.replace(
-                body=candidate.body, name=candidate.name, description=candidate.description,
-                tags=candidate.tags, paths=candidate.paths, relevance=candidate.relevance,
-                meta=candidate.meta, updated=stamp,
-                reinforced=current.reinforced + (1 if reinforce else 0))
+            return revise(current, taxonomy=self.directory(current.scope).taxonomy, now=stamp,
+                          content=content, name=name, description=description, tags=tags,
+                          paths=paths, relevance=relevance, meta=meta, reinforce=reinforce)
 
         return self._modify(ref, change)
 
@@ -253,15 +237,27 @@ class Memdir:
     def search(self, query: str, *, limit: int = 10, types: Sequence[str] | None = None,
                scopes: Sequence[Scope] | None = None, tags: Sequence[str] | None = None,
                include_archived: bool = False, paths: Sequence[str] | None = None,
-               touch: bool = True) -> list[Hit]:
-        """Full-text search ranked by BM25 × a bounded strength factor."""
+               touch: bool = True, sources: Sequence[str] = ("memories",)) -> list[Hit]:
+        """Full-text search ranked by BM25 × a bounded strength factor. With "sessions" in
+        ``sources``, indexed session chunks too (``hit.session`` says where from)."""
         if limit < 1:
             raise InvalidMemoryError(f"limit must be at least 1, not {limit}")
+        unknown = set(sources) - {"memories", "sessions"}
+        if unknown or not sources:
+            raise InvalidMemoryError(f"unknown search sources {sorted(unknown)}",
+                                     "use memories, sessions or both")
         self._sync()
         dirs = self._dirs(scopes)
         hits = run_search(self.index.conn, query, dirs, types=self._types(types, dirs),
                           tags=tags, include_archived=include_archived, paths=paths,
-                          limit=limit, at=self._clock())
+                          limit=limit, at=self._clock()) if "memories" in sources else []
+        if "sessions" in sources:
+            from memdir.sessions import search_sessions
+
+            project = [d.key for d in dirs if d.scope == "project"]
+            hits = sorted([*hits, *search_sessions(self.index.conn, query, project,
+                                                   limit=limit)],
+                          key=lambda h: -h.score)[:limit]
         if touch:
             self.index.touch(h.memory for h in hits)
         return hits
@@ -313,6 +309,13 @@ class Memdir:
             query=query, budget_tokens=budget_tokens, fmt=format, limit=limit, paths=paths,
             at=self._clock())
         self.index.touch(result.memories)
+        welcome = self.onboarding() if format in ("markdown", "prompt") else None
+        if welcome:  # memdir's own instruction: outside the fenced reference data
+            from memdir.context_format import count_tokens
+
+            joined = f"{result.text}\n\n{welcome}" if result.text else welcome
+            if count_tokens(joined) <= budget_tokens:
+                result = replace(result, text=joined, tokens=count_tokens(joined))
         return result
 
     def recall(self, prompt: str, session_id: str, *, limit: int = 5,

@@ -25,6 +25,7 @@ __all__ = [
     "Memory",
     "Problem",
     "Scope",
+    "SessionRef",
     "Stats",
     "format_time",
     "now",
@@ -34,7 +35,7 @@ __all__ = [
 Scope = Literal["user", "project", "team"]
 SCOPES: tuple[Scope, ...] = ("user", "project", "team")
 STATUSES = ("active", "archived")
-SOURCES = ("manual", "extracted", "onboarding", "consolidated", "imported")
+SOURCES = ("manual", "extracted", "onboarding", "consolidated", "imported", "session")
 
 # Words accepted as input for relevance (seed 000's bands, seed 002's priorities).
 RELEVANCE_WORDS: dict[str, float] = {
@@ -164,21 +165,50 @@ class Memory:
 
 
 @dataclass(frozen=True)
+class SessionRef:
+    """Where a session chunk came from: the session and the range of its messages."""
+
+    session_id: str
+    chunk: int
+    first_message: int
+    last_message: int
+    transcript: str = ""
+
+    def __str__(self) -> str:
+        return f"session {self.session_id} messages {self.first_message}-{self.last_message}"
+
+
+@dataclass(frozen=True)
 class Hit:
-    """One search result: the memory, its final score, and the parts the score came from."""
+    """One search result: the memory, its final score, and the parts the score came from.
+
+    A hit from an indexed session transcript has ``session`` set; its ``memory`` is the chunk
+    seen as a memory of type ``session`` (searchable, never injected)."""
 
     memory: Memory
     score: float
     match: float
     strength: float
+    session: SessionRef | None = None
+
+    @property
+    def source(self) -> str:
+        """Where to trace the hit: the memory file, or the session and message range."""
+        if self.session is not None:
+            return str(self.session)
+        return str(self.memory.path) if self.memory.path else self.memory.id
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "score": round(self.score, 6),
             "match": round(self.match, 6),
             "strength": round(self.strength, 6),
+            "source": self.source,
             "memory": self.memory.to_dict(),
         }
+        if self.session is not None:
+            out["session"] = dataclasses.asdict(self.session)
+        return out
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from memdir.errors import SecretDetectedError
 
-__all__ = ["check_secrets", "find_secrets", "strip_private"]
+__all__ = ["check_secrets", "find_secrets", "redact_secrets", "strip_private"]
 
 _PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.IGNORECASE | re.DOTALL)
 
@@ -79,6 +79,16 @@ def find_secrets(texts: Iterable[str]) -> list[str]:
         if match:
             found.append(f"{label} ({_preview(match.group(0))})")
     return found
+
+
+def redact_secrets(text: str) -> str:
+    """``text`` with every secret found replaced by ``[redacted: <kind>]``: for indexed
+    transcripts, which keep what was said but never a credential."""
+    lowered = text.lower()
+    for label, clues, pattern in _PATTERNS:
+        if any(clue in lowered for clue in clues):
+            text = pattern.sub(f"[redacted: {label}]", text)
+    return text
 
 
 def check_secrets(texts: Iterable[str]) -> None:

@@ -74,6 +74,7 @@ def _hits(args: argparse.Namespace, hits: Sequence[Hit], empty: str) -> None:
 
 def cmd_search(md: Memdir, args: argparse.Namespace) -> None:
     hits = md.search(args.query, limit=args.limit, include_archived=args.archived,
+                     sources=("memories", "sessions") if args.sessions else ("memories",),
                      **_filter_kwargs(args))
     _hits(args, hits, f"no memories match {args.query!r}")
 
@@ -206,6 +207,58 @@ def cmd_adopt(md: Memdir, args: argparse.Namespace) -> None:
           f"project memory now lives in {path} (taxonomy claude-code)")
 
 
+def cmd_episode(md: Memdir, args: argparse.Namespace) -> None:
+    memory = md.episode(_stdin_or(args.event), outcome=args.outcome, tags=_csv(args.tags) or (),
+                        scope=args.scope)
+    _emit(args, memory.to_dict(), f"recorded episode {memory.id}: {memory.path}")
+
+
+def cmd_procedure(md: Memdir, args: argparse.Namespace) -> None:
+    if not args.steps and not (args.success or args.failure):
+        raise InvalidMemoryError("nothing to do: give the steps (--step ...) or a run "
+                                 "(--success / --failure)",
+                                 'e.g. memdir procedure Release --step "tag" --step "push"')
+    memory = None
+    if args.steps:
+        memory = md.procedure(args.name, args.steps, scope=args.scope,
+                              tags=_csv(args.tags) or (), description=args.description)
+    if args.success or args.failure:
+        memory = md.procedure_run(memory.id if memory else args.name, success=args.success)
+    assert memory is not None
+    runs = f" ({memory.meta.get('success_count', 0)} successes, " \
+           f"{memory.meta.get('failure_count', 0)} failures)"
+    _emit(args, memory.to_dict(), f"procedure {memory.name!r} {memory.id}{runs}: {memory.path}")
+
+
+def cmd_index_session(md: Memdir, args: argparse.Namespace) -> None:
+    result = md.index_session(args.transcript, args.session)
+    _emit(args, result.to_dict(), f"indexed session {result.session_id}: {result.chunks} "
+                                  f"chunks from {result.messages} messages")
+
+
+def cmd_extract(md: Memdir, args: argparse.Namespace) -> None:
+    if args.transcript == "-":
+        from memdir.transcript import parse_text
+
+        source: Any = parse_text(sys.stdin.read())
+    else:
+        source = args.transcript
+    report = md.extract(source, llm=False if args.no_llm else None, dry_run=args.dry_run,
+                        scope=args.scope, session_id=args.session)
+    _emit(args, report.to_dict(), render.extract_report(report))
+
+
+def cmd_onboard(md: Memdir, args: argparse.Namespace) -> None:
+    text = md.onboarding()
+    written = str(md.write_user_profile(args.claude_md)) if args.claude_md else None
+    count = len(md.list(scopes=["user"], status="all"))
+    lines = [text] if text else [f"{count} user memories: no onboarding needed"]
+    if written:
+        lines.append(f"wrote the User Profile section of {written}")
+    _emit(args, {"needed": text is not None, "instructions": text, "user_memories": count,
+                 "claude_md": written}, "\n".join(lines))
+
+
 HANDLERS: dict[str, Handler] = {
     "store": cmd_store, "search": cmd_search, "about": cmd_about, "decisions": cmd_decisions,
     "recent": cmd_recent, "list": cmd_list, "context": cmd_context, "recall": cmd_recall,
@@ -213,7 +266,9 @@ HANDLERS: dict[str, Handler] = {
     "reclassify": cmd_reclassify, "archive": _simple("archived", "archive"),
     "restore": _simple("restored", "restore"), "delete": _simple("deleted", "delete"),
     "stats": cmd_stats, "reindex": cmd_reindex, "doctor": cmd_doctor, "types": cmd_types,
-    "export": cmd_export, "import": cmd_import, "adopt": cmd_adopt,
+    "export": cmd_export, "import": cmd_import, "adopt": cmd_adopt, "episode": cmd_episode,
+    "procedure": cmd_procedure, "index-session": cmd_index_session, "extract": cmd_extract,
+    "onboard": cmd_onboard,
 }
 
 

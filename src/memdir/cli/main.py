@@ -89,6 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("query")
     p.add_argument("--limit", type=int, default=10)
     p.add_argument("--archived", action="store_true", help="include archived memories")
+    p.add_argument("--sessions", action="store_true",
+                   help="also search indexed session transcripts (see index-session)")
     _filters(p)
 
     p = add("about", "everything known about a topic, grouped by type")
@@ -128,6 +130,42 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-llm", action="store_true",
                    help="ranked search only, even when an LLM is configured")
     p.add_argument("--paths", help="comma-separated files being worked on")
+
+    p = add("episode", "record an event and its outcome")
+    p.add_argument("event", help="what happened ('-' reads stdin)")
+    p.add_argument("--outcome", help="e.g. success, failure, partial, or a sentence")
+    p.add_argument("--tags", help="comma-separated tags")
+    p.add_argument("--scope", default="project", choices=("user", "project", "team"))
+
+    p = add("procedure", "save a named workflow's steps, or count a run of it")
+    p.add_argument("name")
+    p.add_argument("--step", action="append", dest="steps", metavar="STEP",
+                   help="one step, in order (repeatable); replaces the saved steps")
+    run = p.add_mutually_exclusive_group()
+    run.add_argument("--success", action="store_true", help="count a successful run")
+    run.add_argument("--failure", action="store_true", help="count a failed run")
+    p.add_argument("--description", help="one line: when to use it")
+    p.add_argument("--tags", help="comma-separated tags")
+    p.add_argument("--scope", default="project", choices=("user", "project", "team"))
+
+    p = add("index-session", "index a finished transcript so search can find what was said")
+    p.add_argument("transcript", help="a Claude Code / Codex .jsonl, a .json message list, "
+                   "or a text file")
+    p.add_argument("--session", metavar="ID", help="the session id (default: the file's)")
+
+    p = add("extract", "capture memories from a conversation transcript (LLM, else rules)")
+    p.add_argument("--transcript", required=True, metavar="FILE",
+                   help="a Claude Code / Codex .jsonl, a .json message list, a text file, "
+                   "or '-' for stdin")
+    p.add_argument("--dry-run", action="store_true", help="show what would be stored")
+    p.add_argument("--no-llm", action="store_true", help="rule extraction only")
+    p.add_argument("--session", metavar="ID", help="session id (default: the transcript's)")
+    p.add_argument("--scope", default="project", choices=("user", "project", "team"))
+
+    p = add("onboard", "first-session instructions for a user without memories; "
+                       "keep a User Profile section in CLAUDE.md")
+    p.add_argument("--claude-md", metavar="PATH",
+                   help="write the ## User Profile section into this file (kept in place)")
 
     p = add("get", "show one memory (by id or file name)")
     p.add_argument("ref", help="memory id or file name")

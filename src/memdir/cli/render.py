@@ -10,9 +10,13 @@ import sys
 import time
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
+from memdir.context_format import one_line
 from memdir.model import Hit, Memory, Problem, Stats, format_time
+
+if TYPE_CHECKING:
+    from memdir.extract import ExtractReport
 
 __all__ = ["Progress", "grouped", "hits_table", "memories_table", "memory_full", "problems",
            "stats_text"]
@@ -163,3 +167,17 @@ class Progress:
 
 def when(value: datetime | None) -> str:
     return format_time(value) if value else "never"
+
+
+def extract_report(report: ExtractReport) -> str:
+    head = (f"{'would store' if report.dry_run else 'stored'} {len(report.stored)}, "
+            f"{'would reinforce' if report.dry_run else 'reinforced'} {len(report.reinforced)}, "
+            f"skipped {len(report.skipped)} (method: {report.method}, "
+            f"{report.messages} messages)")
+    lines = [head]
+    for item in report.items:
+        note = f" ({item.reason})" if item.reason else ""
+        near = f" [near: {', '.join(item.near_duplicates)}]" if item.near_duplicates else ""
+        text = one_line(item.content, 90)
+        lines.append(f"  {item.action:<15} {item.type:<11} {text}{note}{near}")
+    return "\n".join(lines)

@@ -1,0 +1,148 @@
+"""Indexed session transcripts (seed 003): finished conversations made searchable.
+
+A transcript is split into chunks of consecutive messages (about ``CHUNK_CHARS`` characters,
+a message longer than that split on its own) and each chunk is indexed with FTS5, with the
+session id and the range of messages it covers, so a search hit can be traced back to where
+it was said.
+
+Invariants:
+- Session chunks are searchable (``search(..., sources=("memories", "sessions"))``) and never
+  injected: context and recall read only the memories table.
+- What is indexed is what people said and the summaries: user and assistant text. Tool calls
+  and tool output are left out (noise, and the likeliest place for pasted credentials);
+  ``<private>`` spans are stripped and anything that looks like a secret is redacted.
+- Indexing a session again replaces its chunks, in one transaction.
+- Chunks belong to the project's memory directory: a project searches its own sessions.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from memdir.errors import InvalidMemoryError
+from memdir.index import Index
+from memdir.model import Hit, Memory, SessionRef, format_time, parse_time
+from memdir.safety import redact_secrets, strip_private
+from memdir.search import fts_query
+from memdir.transcript import Message, Transcript
+
+__all__ = ["CHUNK_CHARS", "SESSION_WEIGHT", "SessionIndex", "chunk_messages", "index_session",
+           "search_sessions"]
+
+CHUNK_CHARS = 2000
+SESSION_WEIGHT = 0.8  # a session chunk ranks below a memory that matches as well
+
+
+@dataclass(frozen=True)
+class Chunk:
+    number: int
+    first_message: int
+    last_message: int
+    text: str
+    started: datetime | None
+
+
+@dataclass(frozen=True)
+class SessionIndex:
+    """What :meth:`Memdir.index_session` did."""
+
+    session_id: str
+    chunks: int
+    messages: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"session_id": self.session_id, "chunks": self.chunks, "messages": self.messages}
+
+
+def _speaker(message: Message) -> str:
+    return "summary" if message.kind == "summary" else message.role
+
+
+def _clean(text: str) -> str:
+    return redact_secrets(strip_private(text)).strip()
+
+
+def chunk_messages(messages: Sequence[Message], size: int = CHUNK_CHARS) -> list[Chunk]:
+    """Consecutive indexable messages grouped into chunks of about ``size`` characters."""
+    chunks: list[Chunk] = []
+    lines: list[str] = []
+    first = last = -1
+    started: datetime | None = None
+    length = 0
+
+    def flush() -> None:
+        nonlocal lines, length, first, started
+        if lines:
+            chunks.append(Chunk(len(chunks), first, last, "\n".join(lines), started))
+        lines, length, first, started = [], 0, -1, None
+
+    for message in messages:
+        if message.kind not in ("text", "summary") or message.sidechain:
+            continue
+        text = _clean(message.text)
+        if not text:
+            continue
+        line = f"{_speaker(message)}: {text}"
+        for start in range(0, len(line), size):  # a huge message spans several chunks
+            piece = line[start:start + size]
+            if length and length + len(piece) > size:
+                flush()
+            if first < 0:
+                first, started = message.index, message.timestamp
+            last = message.index
+            lines.append(piece)
+            length += len(piece)
+    flush()
+    return chunks
+
+
+def index_session(index: Index, directory: str, transcript: Transcript, session_id: str,
+                  source: str = "") -> SessionIndex:
+    if not isinstance(session_id, str) or not session_id.strip():
+        raise InvalidMemoryError("no session id: the transcript does not name its session",
+                                 "pass one with --session ID")
+    chunks = chunk_messages(transcript.messages)
+    with index.write() as conn:
+        conn.execute("DELETE FROM session_chunks WHERE dir = ? AND session_id = ?",
+                     (directory, session_id))
+        conn.executemany(
+            "INSERT INTO session_chunks (dir, session_id, chunk, first_message, last_message, "
+            "started, text, transcript) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [(directory, session_id, c.number, c.first_message, c.last_message,
+              format_time(c.started) if c.started else None, c.text, source) for c in chunks])
+    return SessionIndex(session_id, len(chunks), len(transcript.messages))
+
+
+def _as_memory(row: sqlite3.Row) -> Memory:
+    """A chunk seen as a memory of type ``session``, so every renderer can show it."""
+    text = row["text"]
+    stamp = parse_time(row["started"]) or datetime.fromtimestamp(0, UTC)
+    label = f"Session {row['session_id']} messages {row['first_message']}-{row['last_message']}"
+    return Memory(id=f"{row['session_id']}#{row['chunk']}", name=label,
+                  description=" ".join(text.split())[:200], type="session", body=text,
+                  scope="project", relevance=0.0, source="session", created=stamp,
+                  updated=stamp)
+
+
+def search_sessions(conn: sqlite3.Connection, query: str, directories: Sequence[str], *,
+                    limit: int) -> list[Hit]:
+    """Session chunks matching ``query`` (BM25), scored on the memories' scale × 0.8."""
+    fts = fts_query(query)
+    if fts is None or not directories:
+        return []
+    rows = conn.execute(
+        "SELECT c.*, bm25(session_fts) AS rank FROM session_fts "
+        "JOIN session_chunks c ON c.rowid = session_fts.rowid "
+        f"WHERE session_fts MATCH ? AND c.dir IN ({','.join('?' * len(directories))}) "
+        f"ORDER BY rank LIMIT {int(limit)}", [fts, *directories]).fetchall()
+    hits = []
+    for row in rows:
+        match = -float(row["rank"])
+        ref = SessionRef(row["session_id"], row["chunk"], row["first_message"],
+                         row["last_message"], row["transcript"])
+        hits.append(Hit(_as_memory(row), match * SESSION_WEIGHT, match, 0.0, ref))
+    return hits
