@@ -116,8 +116,15 @@ def _agent_write(message: Message, memory_dirs: Sequence[str]) -> bool:
                                                              for d in memory_dirs)
     if target and writes and inside:
         return True
-    command = str(given.get("command") or given.get("cmd") or "")
-    return bool(_MEMDIR_WRITE.search(command))
+    patch = str(given.get("input") or "")  # Codex apply_patch names its files in the patch
+    for line in patch.splitlines():
+        if line.startswith(("*** Add File:", "*** Update File:")):
+            path = line.split(":", 1)[1].strip()
+            if "/memory/" in path or any(path.startswith(d) for d in memory_dirs):
+                return True
+    command = given.get("command") or given.get("cmd") or ""
+    text = " ".join(map(str, command)) if isinstance(command, list) else str(command)
+    return bool(_MEMDIR_WRITE.search(text))
 
 
 def _window_start(transcript: Transcript, cursor: int, memory_dirs: Sequence[str]) -> tuple[

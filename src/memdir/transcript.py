@@ -64,6 +64,7 @@ _ROLES: dict[str, Role | Literal["tool"]] = {
     "user": "user", "human": "user", "assistant": "assistant", "ai": "assistant",
     "model": "assistant", "system": "system", "developer": "system", "tool": "tool"}
 _LINE = re.compile(r"[^\n]+")
+_VISIBLE = re.compile(r"\S")
 _SPEAKER = re.compile(r"^(user|human|assistant|ai|claude)[ \t]*:[ \t]?", re.I | re.M)
 
 
@@ -86,6 +87,8 @@ class Message:
 
 @dataclass(frozen=True)
 class Transcript:
+    """One parsed conversation; ``source`` names the format it was read from."""
+
     messages: tuple[Message, ...]
     source: Source
     session_id: str = ""
@@ -363,14 +366,14 @@ def _parse_plain(text: str) -> Transcript:
 
 
 def _parse(text: str, suffix: str = "") -> Transcript:
-    text = text.removeprefix("\ufeff").replace("\x00", "\ufffd")
-    body = text.lstrip()
-    if not body:
+    text = text.removeprefix("\ufeff").replace("\x00", "\ufffd")  # no copy when no NUL
+    first = _VISIBLE.search(text)  # not text.lstrip(): that would copy a large file
+    if first is None:
         return Transcript((), "text")
     if suffix == ".jsonl":
         return _parse_jsonl(text)
-    one_line = isinstance(_loads(next(_split(body))), dict)
-    if suffix == ".json" or (body[0] in "[{" and not one_line):
+    one_line = isinstance(_loads(next(_split(text))), dict)
+    if suffix == ".json" or (first[0] in "[{" and not one_line):
         doc = _loads(text)
         if isinstance(doc, Mapping) and isinstance(doc.get("messages"), list):
             doc = doc["messages"]
@@ -378,7 +381,7 @@ def _parse(text: str, suffix: str = "") -> Transcript:
             return _parse_items(doc if isinstance(doc, list) else [doc])
         if suffix == ".json":
             return _parse_jsonl(text)  # JSON lines in a .json file, or a broken document
-    if any(isinstance(_loads(line), dict) for line in islice(_split(body), 10)):
+    if any(isinstance(_loads(line), dict) for line in islice(_split(text), 10)):
         return _parse_jsonl(text)
     return _parse_plain(text)
 
@@ -395,9 +398,9 @@ def parse_transcript(source: str | os.PathLike[str] | Sequence[Mapping[str, Any]
     if not isinstance(source, str | os.PathLike):
         return _parse_items(source)
     path = Path(source)
-    try:
-        data = path.read_bytes()
+    try:  # the bytes are dropped once decoded: the file is held once, as text
+        text = path.read_bytes().decode("utf-8", errors="replace")
     except OSError as exc:  # missing, a directory, no permission
         raise InvalidMemoryError(f"cannot read transcript {path}: {exc.strerror or exc}",
                                  FORMATS_HINT) from None
-    return _parse(data.decode("utf-8", errors="replace"), path.suffix.lower())
+    return _parse(text, path.suffix.lower())
