@@ -6,8 +6,8 @@ CLAUDE.md as a fallback. :func:`write_user_profile` writes that section from the
 memories.
 
 Invariants:
-- A user needs onboarding while their user scope holds no memory at all (archived ones
-  count: they were onboarded once).
+- Onboarding is due while no memory exists in any scope (seed 000: "when no memories
+  exist"; archived ones count: the user was onboarded once).
 - CLAUDE.md is never clobbered: memdir owns only the lines between its two markers, replaced
   in place on every write; a file without them gets the section appended at the end; the
   write is atomic.
@@ -39,7 +39,7 @@ def _pick(taxonomy: Taxonomy, *names: str) -> str:
 
 
 def needs_onboarding(md: Memdir) -> bool:
-    return not md.list(scopes=["user"], status="all", limit=1)
+    return not md.list(status="all", limit=1)
 
 
 def onboarding_text(md: Memdir) -> str:
@@ -47,7 +47,7 @@ def onboarding_text(md: Memdir) -> str:
     about = _pick(tax, "user", "preference", "preferences", "fact")
     likes = _pick(tax, "preference", "preferences", "user", "feedback")
     return f"""## First session: get to know the user
-memdir has no memories about this user yet. Before the task, ask in one short message:
+memdir has no memories yet. Before the task, ask in one short message:
 1. their role and team;
 2. their tech stack (languages, frameworks, tools);
 3. what they are working towards (goals for this project);
