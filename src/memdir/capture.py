@@ -29,14 +29,15 @@ class Capture:
     def _md(self) -> Memdir:
         return cast("Memdir", self)
 
-    def index_session(self, transcript: str | Path | Sequence[Mapping[str, Any]],
+    def index_session(self, transcript: str | Path | Transcript | Sequence[Mapping[str, Any]],
                       session_id: str | None = None) -> SessionIndex:
         """Index a finished transcript (a file or a message list) for search, replacing any
         earlier index of the same session. The session id defaults to the transcript's."""
         from memdir.sessions import index_session
-        from memdir.transcript import parse_transcript
+        from memdir.transcript import Transcript, parse_transcript
 
-        parsed = parse_transcript(transcript)
+        parsed = transcript if isinstance(transcript, Transcript) else parse_transcript(
+            transcript)
         source = str(transcript) if isinstance(transcript, str | Path) else ""
         md = self._md()
         return index_session(md.index, md.directory("project").key, parsed,

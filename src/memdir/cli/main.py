@@ -167,6 +167,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--claude-md", metavar="PATH",
                    help="write the ## User Profile section into this file (kept in place)")
 
+    p = add("hook", "run an agent hook event (reads the agent's JSON on stdin; always exits 0)")
+    p.add_argument("event", help="session-start, prompt, stop, pre-compact or session-end")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+
     p = add("get", "show one memory (by id or file name)")
     p.add_argument("ref", help="memory id or file name")
 
@@ -210,6 +214,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given[:1] == ["hook"]:  # agent hooks: no argparse, never a non-zero exit
+        from memdir.hooks import hook_main
+
+        return hook_main(given[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if not args.command:

@@ -1,0 +1,268 @@
+"""``memdir hook <event>``: what an agent's hooks run, reading the agent's JSON on stdin.
+
+Events (Claude Code's names in brackets; Codex sends the same shape):
+- ``session-start`` [SessionStart]: the session-start context (onboarding when there are no
+  memories yet), at most ``MAX_START_CHARS`` characters, plain text or, with ``--format
+  json``, ``{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext":
+  ...}}``. Its matcher covers startup, resume, clear and compact, so memory returns after a
+  compaction.
+- ``prompt`` [UserPromptSubmit]: per-prompt recall for the session id.
+- ``stop`` [Stop] and ``pre-compact`` [PreCompact]: extraction from ``transcript_path`` (plus
+  ``last_assistant_message`` when given); nothing when ``stop_hook_active`` is true. With an
+  LLM configured the extraction is detached into a background process (the model may take
+  seconds); rules alone run in the hook, they take milliseconds.
+- ``session-end`` [SessionEnd]: indexes the session and extracts what is left, detached into
+  a background process, so the hook returns well within Claude Code's 1.5 s.
+
+Invariants (hooks never break the agent):
+- Any failure (unreadable JSON, a missing transcript, a read-only home, a locked index, a
+  bug) is logged to ``$MEMDIR_HOME/logs/hooks.log`` (or nowhere, if even that fails) and the
+  hook exits 0 with nothing on stdout.
+- Each event has a time limit (``LIMITS``); past it the hook gives up, logs it and exits 0.
+- ``MEMDIR_DISABLE=1``, or ``[hooks] enabled = false`` in config.toml, makes every hook a
+  no-op.
+- Only the standard library and memdir's core are imported: no MCP, HTTP or ML libraries.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Mapping
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from memdir.memdir import Memdir
+
+__all__ = ["EVENTS", "LIMITS", "MAX_START_CHARS", "hook_main", "run_hook"]
+
+EVENTS = ("session-start", "prompt", "stop", "pre-compact", "session-end")
+# Seconds a hook may spend before it gives up (Claude Code kills hooks at 60 s by default;
+# an agent waits on session-start and prompt, so those must be quick).
+LIMITS = {"session-start": 5.0, "prompt": 4.0, "stop": 20.0, "pre-compact": 20.0,
+          "session-end": 1.0, "background": 120.0}
+MAX_START_CHARS = 10_000
+START_BUDGET_TOKENS = 800  # DESIGN §5: the session-start default
+
+
+class _TimeUpError(Exception):
+    pass
+
+
+def _home() -> Path:
+    from memdir.config import resolve_home
+
+    return resolve_home(None)
+
+
+def _log(event: str, message: str) -> None:
+    """Append one line to the hook log; never raises."""
+    try:
+        logs = _home() / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+        with open(logs / "hooks.log", "a", encoding="utf-8") as fh:
+            fh.write(f"{stamp} [{os.getpid()}] {event}: {message}\n")
+    except Exception:  # the log is best effort; the agent must not notice
+        pass
+
+
+def _disabled() -> bool:
+    if os.environ.get("MEMDIR_DISABLE", "").strip() not in ("", "0", "false", "no"):
+        return True
+    try:
+        from memdir.config import read_toml
+
+        hooks = read_toml(_home() / "config.toml").get("hooks", {})
+    except Exception:
+        return False
+    return isinstance(hooks, dict) and hooks.get("enabled") is False
+
+
+def _payload(raw: str) -> dict[str, Any]:
+    data = json.loads(raw) if raw.strip() else {}
+    if not isinstance(data, dict):
+        raise ValueError("the hook input is not a JSON object")
+    return data
+
+
+def _text(data: Mapping[str, Any], key: str) -> str:
+    value = data.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def _memdir(data: Mapping[str, Any]) -> Memdir:
+    from memdir.memdir import Memdir
+
+    cwd = _text(data, "cwd")
+    return Memdir(project=cwd if cwd and Path(cwd).is_dir() else None)
+
+
+def _session_start(data: Mapping[str, Any], fmt: str) -> str:
+    with _memdir(data) as md:
+        text: str = md.context(budget_tokens=START_BUDGET_TOKENS, format="prompt").text
+    text = text[:MAX_START_CHARS]
+    if fmt == "json" and text:
+        return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart",
+                                                  "additionalContext": text}})
+    return text
+
+
+def _prompt(data: Mapping[str, Any], fmt: str) -> str:
+    prompt, session = _text(data, "prompt"), _text(data, "session_id")
+    if not prompt or not session:
+        return ""
+    with _memdir(data) as md:
+        text: str = md.recall(prompt, session).text
+    if fmt == "json" and text:
+        return json.dumps({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
+                                                  "additionalContext": text}})
+    return text
+
+
+def _messages(data: Mapping[str, Any]) -> Any:
+    """The transcript to extract from: the file, plus the last assistant message if the
+    agent passed one the file may not hold yet."""
+    from memdir.transcript import Message, parse_transcript
+
+    path = _text(data, "transcript_path")
+    if not path or not Path(path).is_file():
+        raise FileNotFoundError(f"no transcript at {path!r}")
+    transcript = parse_transcript(path)
+    last = _text(data, "last_assistant_message")
+    if last and not any(m.role == "assistant" and m.text == last
+                        for m in transcript.messages[-3:]):
+        import dataclasses
+
+        extra = Message("assistant", last, len(transcript.messages))
+        transcript = dataclasses.replace(transcript, messages=(*transcript.messages, extra))
+    return transcript
+
+
+def _extract(data: Mapping[str, Any]) -> None:
+    transcript = _messages(data)
+    with _memdir(data) as md:
+        report = md.extract(transcript, session_id=_text(data, "session_id") or None)
+    _log("extract", f"{len(report.stored)} stored, {len(report.reinforced)} reinforced, "
+                    f"{len(report.skipped)} skipped ({report.method})")
+
+
+def _session_end(data: Mapping[str, Any]) -> None:
+    transcript = _messages(data)
+    session = _text(data, "session_id") or transcript.session_id
+    with _memdir(data) as md:
+        indexed = md.index_session(transcript, session)
+        report = md.extract(transcript, session_id=session)
+    _log("session-end", f"indexed {indexed.chunks} chunks; {len(report.stored)} stored")
+
+
+def _llm_configured() -> bool:
+    try:
+        from memdir.llm import llm_settings
+
+        return llm_settings(_home()).provider != "none"
+    except Exception:
+        return False
+
+
+def _detach(event: str, data: Mapping[str, Any]) -> None:
+    """Run ``event`` in a new background process and return at once."""
+    env = {**os.environ, "MEMDIR_HOOK_BACKGROUND": event}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memdir", "hook", event], stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+        start_new_session=True, close_fds=True)
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps(dict(data)).encode("utf-8"))
+    proc.stdin.close()  # the child reads it; we do not wait for it
+
+
+def _dispatch(event: str, data: Mapping[str, Any], fmt: str) -> str:
+    background = os.environ.get("MEMDIR_HOOK_BACKGROUND") == event
+    if event == "session-start":
+        return _session_start(data, fmt)
+    if event == "prompt":
+        return _prompt(data, fmt)
+    if event in ("stop", "pre-compact"):
+        if data.get("stop_hook_active") is True:
+            return ""
+        if _llm_configured() and not background:
+            _detach(event, data)
+        else:
+            _extract(data)
+        return ""
+    if background:
+        _session_end(data)
+    else:
+        _detach(event, data)
+    return ""
+
+
+def _alarm(signum: int, frame: FrameType | None) -> None:
+    raise _TimeUpError
+
+
+def run_hook(event: str, stdin: TextIO | str, fmt: str = "text") -> int:
+    """Run one hook event on the agent's JSON (read from ``stdin`` within the time limit);
+    print the output; always return 0."""
+    started = time.monotonic()
+    if event not in EVENTS:
+        _log(event, f"unknown hook event (known: {', '.join(EVENTS)})")
+        return 0
+    if _disabled():
+        return 0
+    background = os.environ.get("MEMDIR_HOOK_BACKGROUND") == event
+    limit = LIMITS["background" if background else event]
+    previous = signal.signal(signal.SIGALRM, _alarm) if hasattr(signal, "SIGALRM") else None
+    if previous is not None:
+        signal.setitimer(signal.ITIMER_REAL, limit)
+    try:
+        raw = stdin if isinstance(stdin, str) else ("" if stdin.isatty() else stdin.read())
+        output = _dispatch(event, _payload(raw), fmt)
+    except _TimeUpError:
+        _log(event, f"gave up after {limit:.0f} s; the agent goes on without memdir")
+        return 0
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt | SystemExit):
+            return 0
+        _log(event, f"{exc.__class__.__name__}: {exc}\n"
+                    + "".join(traceback.format_exception(exc)).rstrip())
+        return 0
+    finally:
+        if previous is not None:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+    if output:
+        try:
+            sys.stdout.write(output + "\n")
+            sys.stdout.flush()
+        except OSError as exc:  # the agent closed the pipe
+            _log(event, f"output not delivered: {exc}")
+    if os.environ.get("MEMDIR_DEBUG"):
+        sys.stderr.write(f"memdir hook {event}: {time.monotonic() - started:.3f}s\n")
+    return 0
+
+
+def hook_main(argv: list[str]) -> int:
+    """``memdir hook EVENT [--format text|json]`` without argparse: a hook must exit 0 even
+    on arguments it does not understand, and start as fast as possible."""
+    try:
+        words = [a for a in argv if not a.startswith("-")]
+        fmt = "json" if "--format=json" in argv or (
+            "--format" in argv and argv[argv.index("--format") + 1:][:1] == ["json"]) else "text"
+        event = next((w for w in words if w != "json"), "")
+        if "--home" in argv:
+            home = argv[argv.index("--home") + 1:][:1]
+            if home:
+                os.environ["MEMDIR_HOME"] = home[0]
+        return run_hook(event, sys.stdin, fmt)
+    except BaseException as exc:  # the agent must never see memdir fail
+        _log("hook", f"{exc.__class__.__name__}: {exc}")
+        return 0

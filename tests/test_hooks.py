@@ -1,0 +1,196 @@
+"""`memdir hook <event>` as Claude Code runs it: one subprocess per event, the documented
+JSON on stdin; stdout, exit code and the files written are asserted. Hooks never fail."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from memdir import Memdir
+
+Hook = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def hook(home: Path, repo: Path) -> Hook:
+    def run(event: str, payload: object | str, *args: str,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        stdin = payload if isinstance(payload, str) else json.dumps(payload)
+        return subprocess.run(
+            [sys.executable, "-m", "memdir", "hook", event, *args], input=stdin, cwd=repo,
+            capture_output=True, text=True, timeout=60,
+            env={**os.environ, "MEMDIR_HOME": str(home), **(env or {})})
+    return run
+
+
+def _base(repo: Path, session: str = "sess-1", **extra: object) -> dict[str, object]:
+    return {"session_id": session, "cwd": str(repo), "transcript_path": "", **extra}
+
+
+def _transcript(path: Path, session: str, *lines: tuple[str, str]) -> Path:
+    rows = []
+    for n, (role, text) in enumerate(lines):
+        rows.append(json.dumps({
+            "type": role, "uuid": f"u{n}", "sessionId": session, "cwd": str(path.parent),
+            "timestamp": f"2026-11-20T09:00:{n:02d}Z", "isSidechain": False,
+            "message": {"role": role, "content": text}}))
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def _log(home: Path) -> str:
+    log = home / "logs" / "hooks.log"
+    return log.read_text() if log.exists() else ""
+
+
+def test_session_start_prints_the_context(hook: Hook, home: Path, repo: Path) -> None:
+    with Memdir(home=home, project=repo) as md:
+        md.store("Never force-push to main", type="policy")
+    result = hook("session-start", {**_base(repo), "hook_event_name": "SessionStart",
+                                    "source": "startup"})
+    assert result.returncode == 0 and result.stderr == ""
+    assert result.stdout.startswith('<memory-context source="memdir">')
+    assert "Never force-push to main" in result.stdout
+    as_json = hook("session-start", {**_base(repo), "source": "compact"}, "--format", "json")
+    data = json.loads(as_json.stdout)
+    context = data["hookSpecificOutput"]["additionalContext"]
+    assert data["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    assert "Never force-push to main" in context and len(context) <= 10_000
+
+
+def test_session_start_onboards_a_new_user(hook: Hook, repo: Path) -> None:
+    result = hook("session-start", {**_base(repo), "source": "startup"})
+    assert result.returncode == 0 and "First session" in result.stdout
+
+
+def test_session_start_output_is_capped(hook: Hook, home: Path, repo: Path) -> None:
+    with Memdir(home=home, project=repo) as md:
+        md.store_many([{"content": f"Policy {n}: " + "keep it short " * 30, "type": "policy"}
+                       for n in range(60)])
+    result = hook("session-start", _base(repo))
+    assert result.returncode == 0 and 0 < len(result.stdout) <= 10_001
+
+
+def test_prompt_recalls_once_per_session(hook: Hook, home: Path, repo: Path) -> None:
+    with Memdir(home=home, project=repo) as md:
+        md.store("The billing service retries webhooks three times", type="fact")
+    payload = {**_base(repo), "hook_event_name": "UserPromptSubmit",
+               "prompt": "why do billing webhooks retry?"}
+    first = hook("prompt", payload)
+    assert first.returncode == 0 and "retries webhooks three times" in first.stdout
+    assert first.stdout.startswith("<system-reminder>")
+    again = hook("prompt", payload)
+    assert again.returncode == 0 and again.stdout == ""
+    other = hook("prompt", {**payload, "session_id": "sess-2"}, "--format", "json")
+    assert "retries webhooks" in json.loads(other.stdout)["hookSpecificOutput"][
+        "additionalContext"]
+
+
+def test_stop_extracts_from_the_transcript(hook: Hook, home: Path, repo: Path,
+                                          tmp_path: Path) -> None:
+    path = _transcript(tmp_path / "s.jsonl", "sess-1",
+                       ("user", "I prefer pnpm over npm for this repo."),
+                       ("assistant", "Noted, I will use pnpm."))
+    result = hook("stop", {**_base(repo), "transcript_path": str(path),
+                           "stop_hook_active": False})
+    assert result.returncode == 0 and result.stdout == ""
+    with Memdir(home=home, project=repo) as md:
+        assert [m.type for m in md.list()] == ["preference"]
+    other = _transcript(tmp_path / "t.jsonl", "sess-2",
+                        ("user", "I prefer tabs over spaces in Makefiles."), ("assistant", "OK"))
+    active = hook("stop", {**_base(repo, "sess-2"), "transcript_path": str(other),
+                           "stop_hook_active": True})
+    assert active.returncode == 0
+    with Memdir(home=home, project=repo) as md:
+        assert len(md.list()) == 1  # a stop hook already running: nothing extracted
+
+
+def test_session_end_returns_at_once_and_indexes_in_the_background(
+        hook: Hook, home: Path, repo: Path, tmp_path: Path) -> None:
+    path = _transcript(tmp_path / "end.jsonl", "sess-9",
+                       ("user", "The quokka service pages on-call at night."),
+                       ("assistant", "I will remember that."))
+    started = time.monotonic()
+    result = hook("session-end", {**_base(repo, "sess-9"), "transcript_path": str(path),
+                                  "reason": "exit"})
+    assert result.returncode == 0 and result.stdout == ""
+    assert time.monotonic() - started < 5  # the work itself happens in another process
+    deadline = time.monotonic() + 30
+    hits: list[object] = []
+    while time.monotonic() < deadline and not hits:
+        time.sleep(0.2)
+        with Memdir(home=home, project=repo) as md:
+            hits = list(md.search("quokka", sources=("sessions",)))
+    assert hits, _log(home)
+
+
+@pytest.mark.parametrize("event", ["session-start", "prompt", "stop", "pre-compact",
+                                   "session-end"])
+def test_garbage_never_breaks_the_agent(hook: Hook, home: Path, event: str) -> None:
+    for stdin in ["not json at all", "[1, 2]", '{"truncated": ']:
+        result = hook(event, stdin)
+        assert result.returncode == 0 and result.stdout == "" and result.stderr == ""
+    assert "JSONDecodeError" in _log(home) or "not a JSON object" in _log(home)
+    for stdin in ["", '{"transcript_path": 5, "prompt": [], "cwd": 7}']:  # odd but JSON
+        result = hook(event, stdin)
+        assert result.returncode == 0 and result.stderr == ""
+
+
+def test_a_missing_transcript_is_logged(hook: Hook, home: Path, repo: Path) -> None:
+    result = hook("stop", {**_base(repo), "transcript_path": str(repo / "nope.jsonl")})
+    assert result.returncode == 0 and result.stdout == ""
+    assert "no transcript at" in _log(home)
+
+
+def test_a_read_only_home_exits_0(hook: Hook, home: Path, repo: Path) -> None:
+    if os.geteuid() == 0:
+        # root ignores file modes: make the home unusable another way (a file in its place)
+        home.parent.mkdir(parents=True, exist_ok=True)
+        home.write_text("not a directory")
+    else:
+        home.mkdir(parents=True, exist_ok=True)
+        home.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        for event in ("session-start", "prompt", "stop"):
+            result = hook(event, {**_base(repo), "prompt": "two words"})
+            assert result.returncode == 0 and result.stdout == "" and result.stderr == ""
+    finally:
+        if home.is_dir():
+            home.chmod(stat.S_IRWXU)
+
+
+def test_unknown_events_and_arguments_exit_0(hook: Hook, home: Path) -> None:
+    result = hook("no-such-event", "{}", "--bogus", "--format")
+    assert result.returncode == 0 and result.stdout == ""
+    assert "unknown hook event" in _log(home)
+
+
+def test_disabled_hooks_do_nothing(hook: Hook, home: Path, repo: Path) -> None:
+    with Memdir(home=home, project=repo) as md:
+        md.store("Never force-push to main", type="policy")
+    off = hook("session-start", _base(repo), env={"MEMDIR_DISABLE": "1"})
+    assert off.returncode == 0 and off.stdout == ""
+    (home / "config.toml").write_text("[hooks]\nenabled = false\n")
+    assert hook("session-start", _base(repo)).stdout == ""
+    (home / "config.toml").write_text("[hooks]\nenabled = true\n")
+    assert "force-push" in hook("session-start", _base(repo)).stdout
+
+
+def test_hooks_import_no_heavy_library(home: Path, repo: Path) -> None:
+    code = ("import sys, io; sys.stdin = io.StringIO('{}'); from memdir.cli.main import main; "
+            "main(['hook', 'session-start']); "
+            "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})), file=sys.stderr)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True,
+                         text=True, env={**os.environ, "MEMDIR_HOME": str(home)}, check=True)
+    loaded = set(out.stderr.split())
+    heavy = {"mcp", "fastapi", "starlette", "uvicorn", "httpx", "numpy", "onnxruntime",
+             "tokenizers", "psycopg", "pydantic", "urllib3", "requests"}
+    assert not loaded & heavy, loaded & heavy
