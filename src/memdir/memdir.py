@@ -24,10 +24,11 @@ from memdir.config import load_config, resolve_home, save_adopted
 from memdir.errors import InvalidMemoryError, MemoryNotFoundError, PathTraversalError
 from memdir.files import read_index
 from memdir.index import Index
-from memdir.model import SCOPES, Hit, Memory, Problem, Scope, Stats, now
+from memdir.model import SCOPES, Hit, Memory, Problem, Scope, Stats, now, parse_time
 from memdir.paths import claude_code_memory_dir, find_git_roots, project_key, safe_join
 from memdir.search import list_memories, run_search
 from memdir.taxonomy import get_taxonomy
+from memdir.upkeep import Upkeep
 
 if TYPE_CHECKING:
     from memdir.context_format import Context
@@ -40,7 +41,7 @@ __all__ = ["Memdir"]
 Progress = Callable[[int, int], None]
 
 
-class Memdir(Capture):
+class Memdir(Capture, Upkeep):
     """Memory for one project, as seen from ``project`` (default: the working directory)."""
 
     def __init__(self, home: str | Path | None = None, project: str | Path | None = None, *,
@@ -180,6 +181,12 @@ class Memdir(Capture):
         assert found.path is not None
         return st.modify(self.index, self.directory(found.scope), found.path, change,
                          rename=rename)
+
+    def _set(self, ref: str, **fields: Any) -> Memory:
+        """Set stored fields as they are (consolidation's merges): one write path still."""
+        stamp = self._clock()
+        values = {k: parse_time(v) if k == "created" else v for k, v in fields.items()}
+        return self._modify(ref, lambda m: m.replace(updated=stamp, **values))
 
     def get(self, ref: str) -> Memory:
         """A memory by id or file name. Counts as an access."""

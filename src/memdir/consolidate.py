@@ -1,0 +1,169 @@
+"""Consolidation (seed 002): a plan of operations with reasons, then applied through the facade.
+
+Operations, in the order they are planned:
+- ``merge``: near-duplicates of one type in one scope (word overlap >= ``MERGE_SIMILARITY``)
+  become one memory: the strongest keeps its text and gets the union of tags, the highest
+  relevance, the summed reinforcements and the earliest ``created``; the others are archived
+  with ``superseded_by`` pointing at it.
+- ``archive``: memories whose strength fell below ``ARCHIVE_STRENGTH`` (0.1). Archived
+  memories stay searchable with ``include_archived`` and are never injected.
+- ``promote``: memories reinforced at least ``PROMOTE_AFTER`` (3) times since their last
+  promotion move one relevance step up.
+- ``dates``: relative dates ("next Thursday") left in memories written before that rule
+  existed are made absolute, counted from the day the memory was created.
+
+Invariants:
+- Planning reads only; ``dry_run`` never writes.
+- Nothing is deleted: every change is an update or an archive through the facade, so the
+  write-time rules hold and every step can be reversed (``restore``, the history log).
+- Each applied plan is appended to ``$MEMDIR_HOME/history.jsonl`` with the state of every
+  memory it changed, before the change.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from memdir.dates import absolutize_dates
+from memdir.extract import similarity
+from memdir.model import RELEVANCE_WORDS, Memory, Scope, format_time
+from memdir.search import strength
+
+if TYPE_CHECKING:
+    from memdir.memdir import Memdir
+
+__all__ = ["ARCHIVE_STRENGTH", "MERGE_SIMILARITY", "PROMOTE_AFTER", "Operation", "Plan",
+           "apply_plan", "plan"]
+
+ARCHIVE_STRENGTH = 0.1
+MERGE_SIMILARITY = 0.6
+PROMOTE_AFTER = 3
+_STEPS = sorted(set(RELEVANCE_WORDS.values()))
+OpKind = Literal["merge", "archive", "promote", "dates"]
+
+
+@dataclass(frozen=True)
+class Operation:
+    op: OpKind
+    reason: str
+    memories: tuple[str, ...]  # ids; for a merge the first one is kept
+    scope: Scope
+    changes: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"op": self.op, "reason": self.reason, "memories": list(self.memories),
+                "scope": self.scope, "changes": self.changes}
+
+
+@dataclass(frozen=True)
+class Plan:
+    operations: tuple[Operation, ...]
+    applied: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"applied": self.applied,
+                "operations": [op.to_dict() for op in self.operations]}
+
+
+def _merges(memories: Sequence[Memory], power: dict[str, float]) -> list[Operation]:
+    ops: list[Operation] = []
+    taken: set[str] = set()
+    ordered = sorted(memories, key=lambda m: (-power[m.id], m.created))
+    for keep in ordered:
+        if keep.id in taken:
+            continue
+        group = [other for other in ordered if other.id != keep.id and other.id not in taken
+                 and other.type == keep.type
+                 and similarity(keep.body, other.body) >= MERGE_SIMILARITY]
+        if not group:
+            continue
+        taken.update([keep.id, *(m.id for m in group)])
+        members = [keep, *group]
+        ops.append(Operation(
+            "merge", f"{len(group) + 1} near-duplicate {keep.type} memories (word overlap >= "
+                     f"{MERGE_SIMILARITY})", tuple(m.id for m in members), keep.scope,
+            {"tags": sorted({t for m in members for t in m.tags}),
+             "relevance": max(m.relevance for m in members),
+             "reinforced": sum(m.reinforced for m in members),
+             "created": format_time(min(m.created for m in members))}))
+    return ops
+
+
+def _next_step(relevance: float) -> float | None:
+    return next((step for step in _STEPS if step > relevance + 1e-9), None)
+
+
+def plan(md: Memdir, at: datetime) -> Plan:
+    ops: list[Operation] = []
+    for scope in ("user", "project", "team"):
+        if scope == "team" and not md.directory("project").path.exists():
+            continue
+        try:
+            memories = md.list(scopes=[scope])
+        except Exception:  # a team directory that is not there (or not allowed): nothing
+            continue
+        tax = md.directory(scope).taxonomy
+        power = {m.id: strength(m, tax, at) for m in memories}
+        merges = _merges(memories, power)
+        ops.extend(merges)
+        merged = {i for op in merges for i in op.memories}
+        for m in memories:
+            if m.id in merged:
+                continue
+            if power[m.id] < ARCHIVE_STRENGTH:
+                ops.append(Operation("archive", f"strength {power[m.id]:.3f} is below "
+                                                f"{ARCHIVE_STRENGTH}", (m.id,), scope))
+                continue
+            since = m.reinforced - int(m.meta.get("promoted_at", 0) or 0)
+            step = _next_step(m.relevance)
+            if since >= PROMOTE_AFTER and step is not None:
+                ops.append(Operation("promote", f"reinforced {since} times since its last "
+                                                "promotion", (m.id,), scope,
+                                     {"relevance": step, "promoted_at": m.reinforced}))
+            fixed = absolutize_dates(m.body, m.created.astimezone().date())
+            if fixed != m.body:
+                ops.append(Operation("dates", "relative dates made absolute (counted from "
+                                              f"{m.created.date().isoformat()})", (m.id,),
+                                     scope, {"body": fixed}))
+    return Plan(tuple(ops))
+
+
+def _snapshot(md: Memdir, ids: Sequence[str]) -> list[dict[str, Any]]:
+    out = []
+    for ref in ids:
+        memory = md._find(ref)
+        out.append({"id": memory.id, "file": str(memory.path), "status": memory.status,
+                    "relevance": memory.relevance, "tags": list(memory.tags),
+                    "body": memory.body, "reinforced": memory.reinforced,
+                    "superseded_by": memory.superseded_by, "meta": dict(memory.meta)})
+    return out
+
+
+def apply_plan(md: Memdir, planned: Plan, at: datetime) -> Plan:
+    before = _snapshot(md, sorted({i for op in planned.operations for i in op.memories}))
+    for op in planned.operations:
+        if op.op == "merge":
+            keep, *others = op.memories
+            md.update(keep, tags=op.changes["tags"], relevance=op.changes["relevance"],
+                      meta={"merged_from": list(others)})
+            md._set(keep, reinforced=op.changes["reinforced"],
+                    created=op.changes["created"])
+            for other in others:
+                md._set(other, status="archived", superseded_by=keep)
+        elif op.op == "archive":
+            md.archive(op.memories[0])
+        elif op.op == "promote":
+            md.update(op.memories[0], relevance=op.changes["relevance"],
+                      meta={"promoted_at": op.changes["promoted_at"]})
+        else:
+            md.update(op.memories[0], content=op.changes["body"])
+    if planned.operations:
+        record = {"at": format_time(at), "plan": planned.to_dict(), "before": before}
+        md.home.mkdir(parents=True, exist_ok=True)
+        with open(md.home / "history.jsonl", "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+    return Plan(planned.operations, applied=True)

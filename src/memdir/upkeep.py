@@ -1,0 +1,33 @@
+"""The upkeep part of the :class:`~memdir.memdir.Memdir` facade (seeds 002, 004): keeping
+memory small, fresh and free of duplicates. A mixin, like :mod:`memdir.capture`, so the
+facade stays one object while its code is split by concept; every change goes through the
+facade's write path.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from memdir.consolidate import Plan
+    from memdir.memdir import Memdir
+
+__all__ = ["Upkeep"]
+
+
+class Upkeep:
+    """Methods of :class:`Memdir`."""
+
+    def _upkeep_md(self) -> Memdir:
+        return cast("Memdir", self)
+
+    def consolidate(self, *, dry_run: bool = True) -> Plan:
+        """Plan (and unless ``dry_run``, apply) merges of near-duplicates, archives of weak
+        memories, promotions of recurring ones and absolute dates. Nothing is deleted."""
+        from memdir.consolidate import apply_plan, plan
+
+        md = self._upkeep_md()
+        md.reconcile()
+        at = md._clock()
+        planned = plan(md, at)
+        return planned if dry_run else apply_plan(md, planned, at)

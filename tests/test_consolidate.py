@@ -1,0 +1,65 @@
+"""Consolidation: the plan, its reasons, applying it through the write path, nothing lost."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from memdir import Memdir
+
+START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+
+
+def test_plan_and_apply(home: Path, repo: Path) -> None:
+    with Memdir(home=home, project=repo, clock=lambda: START) as md:
+        a = md.store("Deploys go through ArgoCD and never through kubectl apply",
+                     type="decision", tags=["deploy"], relevance=0.7)
+        b = md.store("Deploys go through ArgoCD, never through kubectl apply by hand",
+                     type="decision", tags=["ops"], relevance=0.9)
+        weak = md.store("The office coffee machine is on floor 3", type="fact", relevance=0.2)
+        loved = md.store("Use UTC in all log lines", type="policy", relevance=0.6)
+        for _ in range(3):
+            md.update(loved.id, reinforce=True)
+        md.store("Kept as is: the API rate limit is 100 per minute", type="fact")
+    later = START + timedelta(days=100)
+    with Memdir(home=home, project=repo, clock=lambda: later) as md:
+        planned = md.consolidate(dry_run=True)
+        ops = {op.op: op for op in planned.operations}
+        assert set(ops) >= {"merge", "archive", "promote"}
+        assert set(ops["merge"].memories) == {a.id, b.id}
+        assert weak.id in ops["archive"].memories and "below 0.1" in ops["archive"].reason
+        assert ops["promote"].memories == (loved.id,)
+        assert ops["promote"].changes["relevance"] == 0.8
+        assert not (home / "history.jsonl").exists()  # a dry run writes nothing
+        before = sorted(p.name for p in md.directory("project").path.glob("*.md"))
+
+        applied = md.consolidate(dry_run=False)
+        assert applied.applied
+        keep, gone = ops["merge"].memories
+        merged = md.get(keep)
+        assert set(merged.tags) == {"deploy", "ops"} and merged.relevance == 0.9
+        assert md.get(gone).status == "archived" and md.get(gone).superseded_by == keep
+        assert md.get(weak.id).status == "archived"
+        assert md.get(loved.id).relevance == 0.8
+        # Nothing deleted: every file is still there.
+        assert sorted(p.name for p in md.directory("project").path.glob("*.md")) == before
+        history = [json.loads(line) for line in (home / "history.jsonl").read_text()
+                   .splitlines()]
+        assert len(history) == 1 and {s["id"] for s in history[0]["before"]} >= {a.id, b.id}
+        # Applied again, the plan is empty of what was done.
+        again = md.consolidate(dry_run=True)
+        assert not [op for op in again.operations if op.op in ("merge", "promote")]
+
+
+def test_relative_dates_left_in_old_files_are_fixed(md: Memdir) -> None:
+    memory = md.store("Code freeze from the 3rd", type="project")
+    path = memory.path
+    assert path is not None
+    path.write_text(path.read_text().replace("Code freeze from the 3rd",
+                                             "Code freeze starts next Monday"))
+    planned = md.consolidate(dry_run=True)
+    dates = [op for op in planned.operations if op.op == "dates"]
+    assert dates and "next Monday" not in dates[0].changes["body"]
+    md.consolidate(dry_run=False)
+    assert "next Monday" not in md.get(memory.id).body
