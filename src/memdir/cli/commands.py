@@ -273,6 +273,11 @@ HANDLERS: dict[str, Handler] = {
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.command == "mcp":  # the server owns its Memdir and its stdout
+        from memdir.mcp_server import main as serve
+
+        serve(home=args.home, project=args.project)
+        return 0
     with Memdir(home=args.home, project=args.project) as md:
         result = HANDLERS[args.command](md, args)
     return result if isinstance(result, int) else 0

@@ -171,6 +171,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("event", help="session-start, prompt, stop, pre-compact or session-end")
     p.add_argument("--format", choices=("text", "json"), default="text")
 
+    add("mcp", "run the MCP server on stdio (for Claude Code, Codex, Cursor, Gemini CLI...)")
+
     p = add("get", "show one memory (by id or file name)")
     p.add_argument("ref", help="memory id or file name")
 
