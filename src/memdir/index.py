@@ -154,6 +154,15 @@ _MIGRATIONS: tuple[tuple[str, str], ...] = (
         ) WITHOUT ROWID;
         """,
     ),
+    (
+        "embedding vectors per memory file (optional extra; keyed by the text they encode)",
+        """
+        CREATE TABLE embeddings (
+            dir TEXT NOT NULL, file TEXT NOT NULL, model TEXT NOT NULL,
+            norm_hash TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (dir, file)
+        ) WITHOUT ROWID;
+        """,
+    ),
 )
 
 
