@@ -11,8 +11,9 @@ Events (Claude Code's names in brackets; Codex sends the same shape):
   ``last_assistant_message`` when given); nothing when ``stop_hook_active`` is true. With an
   LLM configured the extraction is detached into a background process (the model may take
   seconds); rules alone run in the hook, they take milliseconds.
-- ``session-end`` [SessionEnd]: indexes the session and extracts what is left, detached into
-  a background process, so the hook returns well within Claude Code's 1.5 s.
+- ``session-end`` [SessionEnd]: indexes the session, extracts what is left and dreams when
+  the gates pass (:mod:`memdir.dream`), detached into a background process, so the hook
+  returns well within Claude Code's 1.5 s.
 
 Invariants (hooks never break the agent):
 - Any failure (unreadable JSON, a missing transcript, a read-only home, a locked index, a
@@ -160,7 +161,9 @@ def _session_end(data: Mapping[str, Any]) -> None:
     with _memdir(data) as md:
         indexed = md.index_session(transcript, session)
         report = md.extract(transcript, session_id=session)
-    _log("session-end", f"indexed {indexed.chunks} chunks; {len(report.stored)} stored")
+        dreamt = md.dream()
+    _log("session-end", f"indexed {indexed.chunks} chunks; {len(report.stored)} stored; "
+                        f"dream: {dreamt.reason}")
 
 
 def _llm_configured() -> bool:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     from memdir.consolidate import Plan
+    from memdir.dream import DreamResult
     from memdir.memdir import Memdir
 
 __all__ = ["Upkeep"]
@@ -31,3 +32,11 @@ class Upkeep:
         at = md._clock()
         planned = plan(md, at)
         return planned if dry_run else apply_plan(md, planned, at)
+
+    def dream(self, *, force: bool = False) -> DreamResult:
+        """Orient, gather, consolidate, prune (seed 004). Without ``force`` only when the
+        gates pass: 24 h and 5 sessions since the last dream, and the lock is free."""
+        from memdir.dream import dream, maybe_dream
+
+        md = self._upkeep_md()
+        return dream(md) if force else maybe_dream(md)

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from memdir.cli import render
+from memdir.cli import hooks_cli, render
 from memdir.errors import InvalidMemoryError
 from memdir.memdir import Memdir
 from memdir.model import Hit, Memory
@@ -259,6 +259,20 @@ def cmd_onboard(md: Memdir, args: argparse.Namespace) -> None:
                  "claude_md": written}, "\n".join(lines))
 
 
+def cmd_consolidate(md: Memdir, args: argparse.Namespace) -> None:
+    result = md.consolidate(dry_run=not args.yes or args.dry_run)
+    lines = [f"{'applied' if result.applied else 'plan'}: {len(result.operations)} operations"
+             + ("" if result.applied or not result.operations else " (apply with --yes)")]
+    lines += [f"  {op.op:<8} {', '.join(op.memories)}: {op.reason}" for op in result.operations]
+    _emit(args, result.to_dict(), "\n".join(lines))
+
+
+def cmd_dream(md: Memdir, args: argparse.Namespace) -> None:
+    result = md.dream(force=args.force)
+    _emit(args, result.to_dict(), f"{'dreamt' if result.ran else 'no dream'}: {result.reason}"
+          + (f" ({result.operations} operations)" if result.ran else ""))
+
+
 HANDLERS: dict[str, Handler] = {
     "store": cmd_store, "search": cmd_search, "about": cmd_about, "decisions": cmd_decisions,
     "recent": cmd_recent, "list": cmd_list, "context": cmd_context, "recall": cmd_recall,
@@ -268,11 +282,13 @@ HANDLERS: dict[str, Handler] = {
     "stats": cmd_stats, "reindex": cmd_reindex, "doctor": cmd_doctor, "types": cmd_types,
     "export": cmd_export, "import": cmd_import, "adopt": cmd_adopt, "episode": cmd_episode,
     "procedure": cmd_procedure, "index-session": cmd_index_session, "extract": cmd_extract,
-    "onboard": cmd_onboard,
+    "onboard": cmd_onboard, "consolidate": cmd_consolidate, "dream": cmd_dream,
 }
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.command == "hooks":  # agent settings files; no memory store involved
+        return hooks_cli.run(args)
     if args.command == "mcp":  # the server owns its Memdir and its stdout
         from memdir.mcp_server import main as serve
 

@@ -19,8 +19,7 @@ __all__ = ["add_parser", "run", "snippets"]
 AGENTS = ("claude-code", "codex")  # memdir.hooks_install.AGENTS, without importing it here
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser],
-               common: argparse.ArgumentParser) -> None:
+def add_parser(sub: argparse._SubParsersAction[Any], common: argparse.ArgumentParser) -> None:
     """Add ``hooks`` and its actions to the ``memdir`` sub-commands."""
     text = "connect memdir to coding agents: hooks and the MCP server in their settings"
     hooks = sub.add_parser("hooks", help=text, description=text)

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from memdir import __version__
+from memdir.cli import hooks_cli
 from memdir.errors import MemdirError
 
 __all__ = ["build_parser", "main"]
@@ -170,6 +171,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("hook", "run an agent hook event (reads the agent's JSON on stdin; always exits 0)")
     p.add_argument("event", help="session-start, prompt, stop, pre-compact or session-end")
     p.add_argument("--format", choices=("text", "json"), default="text")
+
+    p = add("consolidate", "merge near-duplicates, archive weak memories, promote recurring "
+                           "ones (prints the plan; --yes applies it)")
+    p.add_argument("--dry-run", action="store_true", help="only print the plan (default "
+                   "unless --yes)")
+    p.add_argument("--yes", action="store_true", help="apply the plan")
+    p = add("dream", "consolidate in the background way: only when 24 h and 5 sessions have "
+                     "passed since the last dream (--force: now)")
+    p.add_argument("--force", action="store_true", help="ignore the time and session gates")
+
+    hooks_cli.add_parser(sub, common)
 
     add("mcp", "run the MCP server on stdio (for Claude Code, Codex, Cursor, Gemini CLI...)")
 

@@ -1,0 +1,391 @@
+"""``memdir hooks install|uninstall|status``: which files each agent reads, edited safely.
+
+Files (``~`` is ``Path.home()``, so ``$HOME``; a project is the root of the checkout holding
+the current directory or ``--project``):
+
+- Claude Code: hooks in ``~/.claude/settings.json`` or ``<project>/.claude/settings.json``;
+  the MCP server in ``~/.claude.json`` (user scope, where ``claude mcp add --scope user``
+  puts it) or ``<project>/.mcp.json``.
+- Codex: hooks in ``~/.codex/hooks.json`` or ``<project>/.codex/hooks.json``; the MCP server
+  in ``~/.codex/config.toml`` or ``<project>/.codex/config.toml``.
+- Gemini CLI, Cursor and Continue: the CLI prints MCP snippets to paste.
+
+Invariants:
+- Only memdir's own entries change (:mod:`memdir.hooks_agents` says which): every other key,
+  hook and table stays, in its order. JSON is rewritten with 2-space indentation and a final
+  newline, and only when its content changes: installing twice leaves the first install's
+  bytes. ``config.toml`` is edited as text and every byte outside memdir's table is kept.
+- A file that cannot be read as expected (JSON or TOML that does not parse, a top level that
+  is not an object, a ``"hooks"`` or ``"mcpServers"`` that is not an object, an event that is
+  not a list) is refused with a :class:`ConfigError` naming the file and the problem, and
+  nothing is written anywhere: every file's edit is planned before the first write.
+- Before memdir's first change to a file, its bytes are kept next to it as
+  ``<name>.memdir-backup`` (empty when memdir creates the file), once: never overwritten. The
+  backup is how uninstall knows what was there before memdir: an event list, ``"hooks"`` or
+  ``"mcpServers"`` emptied by the removal is deleted unless the backup had it; a result equal
+  to the backup's content gets the backup's very bytes; a file memdir created that is left
+  empty is deleted, with its empty backup. Directories memdir created stay.
+- Writes go through :func:`memdir.files.atomic_write`, into a symlink's target, keeping an
+  existing file's permission bits; a file that changed while memdir planned is planned again.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import sys
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memdir.errors import ConfigError
+from memdir.files import atomic_write
+from memdir.hooks_agents import (
+    HOOKS,
+    MCP_ARGS,
+    MCP_NAME,
+    add_hooks,
+    add_server,
+    hook_entry,
+    memdir_entries,
+    remove_hooks,
+    remove_server,
+    toml_drop,
+    toml_put,
+    toml_server,
+)
+
+__all__ = [
+    "AGENTS",
+    "BACKUP_SUFFIX",
+    "SCOPES",
+    "FileChange",
+    "HookState",
+    "Report",
+    "Status",
+    "Target",
+    "install",
+    "status",
+    "target",
+    "uninstall",
+]
+
+AGENTS = ("claude-code", "codex")
+SCOPES = ("user", "project")
+BACKUP_SUFFIX = ".memdir-backup"
+
+# (text or None when missing, backup text or None) -> (new text or None to delete, changes)
+Edit = Callable[[str | None, str | None], tuple[str | None, list[str]]]
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    if hasattr(value, "__dataclass_fields__"):
+        return {k: _plain(getattr(value, k)) for k in value.__dataclass_fields__}
+    return value
+
+
+@dataclass(frozen=True)
+class Target:
+    """The files one agent reads, for one scope."""
+
+    agent: str
+    scope: str
+    hooks_file: Path
+    mcp_file: Path
+
+
+def target(agent: str, scope: str, project: Path) -> Target:
+    base = Path.home() if scope == "user" else project
+    if agent == "claude-code":
+        mcp = Path.home() / ".claude.json" if scope == "user" else project / ".mcp.json"
+        return Target(agent, scope, base / ".claude" / "settings.json", mcp)
+    return Target(agent, scope, base / ".codex" / "hooks.json", base / ".codex" / "config.toml")
+
+
+@dataclass(frozen=True)
+class FileChange:
+    path: Path
+    status: str  # created | updated | removed | unchanged | absent
+    changes: tuple[str, ...] = ()
+    backup: Path | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(_plain(self))
+
+
+@dataclass(frozen=True)
+class Report:
+    action: str  # install | uninstall
+    agent: str
+    scope: str
+    dry_run: bool
+    files: tuple[FileChange, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        return any(f.status not in ("unchanged", "absent") for f in self.files)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**_plain(self), "changed": self.changed}
+
+
+@dataclass(frozen=True)
+class HookState:
+    event: str
+    action: str
+    installed: bool
+    current: bool  # exactly what `install` would write now
+    command: str | None
+
+
+@dataclass(frozen=True)
+class Status:
+    agent: str
+    scope: str
+    hooks_file: Path
+    hooks: tuple[HookState, ...]
+    mcp_file: Path
+    mcp_registered: bool
+    mcp_current: bool
+
+    @property
+    def installed(self) -> bool:
+        return self.mcp_current and all(h.current for h in self.hooks)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**_plain(self), "installed": self.installed}
+
+
+# -- reading, planning, writing ---------------------------------------------------------------
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}",
+                          f"check that {path} is a readable UTF-8 text file") from None
+
+
+def _parse_json(path: Path, text: str | None) -> dict[str, Any]:
+    """A settings file's object; ``{}`` for a missing or blank file."""
+    if text is None or not text.strip():
+        return {}
+    fix = f"fix {path} (or move it away) and run the command again; memdir changed nothing"
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}, column "
+                          f"{exc.colno}", fix) from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} does not hold a JSON object ({{...}}) at its top level", fix)
+    return data
+
+
+def _json_edit(path: Path, transform: Callable[[dict[str, Any], dict[str, Any] | None],
+                                               list[str]]) -> Edit:
+    """Apply ``transform(data, data_before_memdir)`` to a JSON file's object."""
+
+    def edit(old: str | None, saved: str | None) -> tuple[str | None, list[str]]:
+        data = _parse_json(path, old)
+        try:
+            before = _parse_json(path, saved) if saved is not None else None
+        except ConfigError:
+            before = None
+        new = copy.deepcopy(data)
+        changes = transform(new, before)
+        if new == data:
+            return old, []
+        if saved is not None and not saved.strip() and not new:
+            return None, changes  # memdir created the file
+        if before is not None and new == before:
+            return saved, changes
+        return json.dumps(new, indent=2, ensure_ascii=False) + "\n", changes
+
+    return edit
+
+
+def _same_toml(a: str, b: str) -> bool:
+    try:
+        return tomllib.loads(a) == tomllib.loads(b)
+    except tomllib.TOMLDecodeError:
+        return False
+
+
+def _toml_edit(path: Path, python: str | None) -> Edit:
+    """Put (``python`` given) or drop memdir's table in a Codex ``config.toml``."""
+
+    def edit(old: str | None, saved: str | None) -> tuple[str | None, list[str]]:
+        text = old or ""
+        new, changes = toml_put(path, text, python) if python else toml_drop(path, text)
+        if not changes:
+            return old, []
+        if saved is not None and not saved.strip() and not new.strip():
+            return None, changes
+        if python is None and saved is not None and _same_toml(saved, new):
+            return saved, changes
+        return new, changes
+
+    return edit
+
+
+@dataclass(frozen=True)
+class _Plan:
+    path: Path  # as the user knows it
+    real: Path  # where the bytes are (a symlink's target)
+    old: str | None
+    saved: str | None
+    new: str | None
+    changes: tuple[str, ...]
+
+    @property
+    def status(self) -> str:
+        if self.new == self.old:
+            return "absent" if self.old is None else "unchanged"
+        return "created" if self.old is None else "removed" if self.new is None else "updated"
+
+
+def _plan(path: Path, edit: Edit) -> _Plan:
+    real = path.resolve() if path.is_symlink() else path
+    saved = _read(real.with_name(real.name + BACKUP_SUFFIX))
+    old = _read(real)
+    new, changes = edit(old, saved)
+    return _Plan(path, real, old, saved, new, tuple(changes))
+
+
+def _commit(plan: _Plan, edit: Edit) -> FileChange:
+    for _ in range(3):
+        if plan.new == plan.old:
+            return FileChange(plan.path, plan.status)
+        if _read(plan.real) == plan.old:
+            break
+        plan = _plan(plan.path, edit)
+    else:
+        raise ConfigError(f"{plan.path} kept changing while memdir was editing it",
+                          "close the agent that is writing it and run the command again")
+    backup = plan.real.with_name(plan.real.name + BACKUP_SUFFIX)
+    mode = plan.real.stat().st_mode & 0o7777 if plan.old is not None else None
+    plan.real.parent.mkdir(parents=True, exist_ok=True)
+    if plan.saved is None:
+        atomic_write(backup, plan.old or "")
+        if mode is not None:
+            os.chmod(backup, mode)
+    if plan.new is None:
+        plan.real.unlink()
+        backup.unlink(missing_ok=True)  # empty: there was no file before memdir
+    else:
+        atomic_write(plan.real, plan.new)
+        if mode is not None:
+            os.chmod(plan.real, mode)
+    wrote = plan.saved is None and plan.old is not None
+    return FileChange(plan.path, plan.status, plan.changes, backup if wrote else None)
+
+
+def _apply(edits: list[tuple[Path, Edit]], dry_run: bool) -> tuple[FileChange, ...]:
+    plans = [(_plan(path, edit), edit) for path, edit in edits]  # every refusal before a write
+    if dry_run:
+        return tuple(FileChange(p.path, p.status, p.changes) for p, _ in plans)
+    return tuple(_commit(plan, edit) for plan, edit in plans)
+
+
+# -- the commands -----------------------------------------------------------------------------
+
+
+def _target(agent: str, scope: str, project: Path | None) -> Target:
+    from memdir.paths import find_git_roots
+
+    if agent not in AGENTS:
+        raise ConfigError(f"unknown agent {agent!r}", f"use one of: {', '.join(AGENTS)}")
+    if scope not in SCOPES:
+        raise ConfigError(f"unknown scope {scope!r}", f"use one of: {', '.join(SCOPES)}")
+    start = project if project is not None else Path.cwd()
+    if scope == "project" and not start.is_dir():
+        raise ConfigError(f"project directory {start} does not exist",
+                          "run the command inside the project or pass --project PATH")
+    return target(agent, scope, find_git_roots(start).worktree if scope == "project" else start)
+
+
+def _edits(t: Target, python: str | None) -> list[tuple[Path, Edit]]:
+    """The edits that install (``python`` given) or uninstall memdir for one target."""
+    hooks, mcp = t.hooks_file, t.mcp_file
+    if python:
+        hooks_edit = _json_edit(hooks, lambda d, _b: add_hooks(d, python, hooks))
+        mcp_edit = _json_edit(mcp, lambda d, _b: add_server(d, python, mcp))
+    else:
+        hooks_edit = _json_edit(hooks, lambda d, b: remove_hooks(d, b, hooks))
+        mcp_edit = _json_edit(mcp, lambda d, b: remove_server(d, b, mcp))
+    if mcp.suffix == ".toml":
+        mcp_edit = _toml_edit(mcp, python)
+    return [(hooks, hooks_edit), (mcp, mcp_edit)]
+
+
+def _notes(t: Target, python: str) -> tuple[str, ...]:
+    notes = [f"the hooks and the MCP server run {python}; run `memdir hooks install` again "
+             "after moving or recreating that environment"]
+    if t.agent == "claude-code":
+        notes.append("restart running Claude Code sessions; /hooks and /mcp show what is active;"
+                     " leave memdir's Claude Code plugin off, or every hook runs twice")
+        if t.scope == "project":
+            notes.append("Claude Code asks before using the servers of .mcp.json; the "
+                         "interpreter path is this machine's, so in a shared repository "
+                         "prefer --scope user")
+    else:
+        notes.append("Codex asks you to review and trust new hooks before they run; "
+                     "SessionEnd needs Codex CLI 0.145 or newer")
+        if t.scope == "project":
+            notes.append("Codex reads <project>/.codex only in projects you trust")
+    return tuple(notes)
+
+
+def install(agent: str, scope: str = "user", *, project: Path | None = None,
+            python: str | None = None, dry_run: bool = False) -> Report:
+    """Add memdir's hooks and MCP server to ``agent``'s settings (idempotent)."""
+    python = python or sys.executable
+    t = _target(agent, scope, project)
+    files = _apply(_edits(t, python), dry_run)
+    return Report("install", agent, scope, dry_run, files, _notes(t, python))
+
+
+def uninstall(agent: str, scope: str = "user", *, project: Path | None = None,
+              dry_run: bool = False) -> Report:
+    """Remove exactly memdir's hooks and MCP server from ``agent``'s settings."""
+    t = _target(agent, scope, project)
+    return Report("uninstall", agent, scope, dry_run, _apply(_edits(t, None), dry_run))
+
+
+def status(agent: str, scope: str = "user", *, project: Path | None = None,
+           python: str | None = None) -> Status:
+    """What memdir has installed for ``agent`` (reads only)."""
+    python = python or sys.executable
+    t = _target(agent, scope, project)
+    hooks = _parse_json(t.hooks_file, _read(t.hooks_file)).get("hooks", {})
+    if not isinstance(hooks, dict):
+        raise ConfigError(f'{t.hooks_file}: "hooks" is not a JSON object',
+                          f'fix "hooks" in {t.hooks_file}: it maps event names to lists')
+    states = []
+    for spec in HOOKS:
+        groups = hooks.get(spec.event)
+        found = memdir_entries(groups) if isinstance(groups, list) else []
+        command = found[0].get("command") if found else None
+        states.append(HookState(spec.event, spec.action, bool(found),
+                                found == [hook_entry(spec, python)], command))
+    text = _read(t.mcp_file)
+    if t.mcp_file.suffix == ".toml":
+        server = toml_server(t.mcp_file, text or "")
+    else:
+        servers = _parse_json(t.mcp_file, text).get("mcpServers")
+        server = servers.get(MCP_NAME) if isinstance(servers, dict) else None
+    current = (isinstance(server, dict) and server.get("command") == python
+               and server.get("args") == list(MCP_ARGS))
+    return Status(agent, scope, t.hooks_file, tuple(states), t.mcp_file, server is not None,
+                  current)
