@@ -6,6 +6,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from conftest import CLI
 from memdir import Memdir
 
 START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
@@ -63,3 +64,53 @@ def test_relative_dates_left_in_old_files_are_fixed(md: Memdir) -> None:
     assert dates and "next Monday" not in dates[0].changes["body"]
     md.consolidate(dry_run=False)
     assert "next Monday" not in md.get(memory.id).body
+
+
+def _sessions(md: Memdir, tmp: Path, count: int) -> None:
+    for n in range(count):
+        path = tmp / f"s{n}.json"
+        path.write_text(json.dumps([{"role": "user", "content": f"session {n} talk"}]))
+        md.index_session(path, f"s{n}")
+
+
+def test_dream_gates_and_lock(md: Memdir, tmp_path: Path) -> None:
+    import os
+    import time
+
+    from memdir.dream import LOCK_FILE, gates
+
+    due, why = gates(md)
+    assert not due and "0 sessions" in why
+    _sessions(md, tmp_path, 5)
+    due, why = gates(md)
+    assert due and "5 sessions" in why
+    result = md.dream()
+    assert result.ran
+    lock = md.home / LOCK_FILE
+    assert abs(lock.stat().st_mtime - time.time()) < 60
+    again = md.dream()
+    assert not again.ran and "h ago" in again.reason  # the 24-hour gate
+    # A lock left by a dead process is taken over; a live holder is respected.
+    day_ago = time.time() - 25 * 3600
+    lock.write_text("999999999")
+    os.utime(lock, (day_ago, day_ago))
+    for path in tmp_path.glob("s*.json"):
+        os.utime(path, None)  # sessions newer than the last dream
+    assert md.dream().ran
+    lock.write_text(str(os.getppid()))  # alive
+    recent = time.time() - 60
+    os.utime(lock, (recent, recent))
+    forced = md.dream(force=True)
+    assert not forced.ran and "lock" in forced.reason
+
+
+def test_cli_consolidate_and_dream(cli: CLI, md: Memdir) -> None:
+    run = cli
+    md.store("Deploys go through ArgoCD and never through kubectl apply", type="decision")
+    md.store("Deploys go through ArgoCD, never through kubectl apply by hand", type="decision")
+    plan = run("consolidate", check=True).stdout
+    assert plan.startswith("plan: 1 operations (apply with --yes)") and "merge" in plan
+    applied = run("consolidate", "--yes", check=True).stdout
+    assert applied.startswith("applied: 1 operations")
+    assert "no dream" in run("dream", check=True).stdout
+    assert "dreamt" in run("dream", "--force", check=True).stdout
