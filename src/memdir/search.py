@@ -47,11 +47,20 @@ TEMPORARY_HALF_LIFE_DAYS = 30.0
 MAX_QUERY_TOKENS = 32
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
-_STOPWORDS = frozenset(
-    "a an and are as at be but by do does did for from has have how i if in into is it its "
-    "me my of on or our so that the their them then there these this to was we were what when "
-    "where which who why will with you your".split()
-)
+# NLTK's English stop words plus contraction fragments: measured on REALTALK and MADial-Bench
+# (bench/quality.py), dropping them from queries gains about a point of recall over a shorter
+# list. Queries are ORs of terms, so a stop word can only add noise.
+_STOPWORDS = frozenset("""
+a about above after again against all am an and any are aren as at be because been before
+being below between both but by can couldn could d did didn do does doesn doing don down during
+each few for from further had hadn has hasn have haven having he her here hers herself him
+himself his how i if in into is isn it its itself just ll m ma me mightn more most mustn my
+myself needn no nor not now o of off on once only or other our ours ourselves out over own re s
+same shan she should shouldn so some such t than that the their theirs them themselves then
+there these they this those through to too under until up ve very was wasn we were weren what
+when where which while who whom why will with won would wouldn y you your yours yourself
+yourselves also get got im ive dont
+""".split())
 
 
 def _variants(token: str) -> list[str]:

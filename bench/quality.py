@@ -1,0 +1,337 @@
+"""Recall-quality benchmark: does memdir bring back the right memories on real conversations?
+
+What is measured (datasets in ``../shared/datasets``, loaded by ``quality_data.py``):
+
+- REALTALK: every turn of a conversation is one memory ("speaker: text"), one fresh store per
+  conversation; each question is a query; evidence Recall@5 / @10 (share of the question's
+  evidence turns in the top k, averaged over questions) and all-evidence-found@5 / @10.
+- MADial-Bench (English): the 160-memory bank is one store; each dialogue's context before its
+  first test turn is a query; Recall@5 and nDCG@5 with binary relevance. The default context
+  is the last user line, what ``Memdir.recall`` gets from a prompt hook; ``--context`` tries
+  others. The test turn itself is the assistant line voicing the memory and is never used.
+
+Each retriever is a function ``(md, query, k) -> [unit id]`` over a real memdir store built
+with ``Memdir.store_many`` in a temporary home (``bm25`` = today's ``Memdir.search``; ``hybrid``
+= ``search(mode="hybrid")``, skipped until it exists). ``sqlite`` is the reference point outside
+memdir: plain SQLite FTS5 BM25 over the raw units, the query an OR of all its tokens. Variant
+rows try cheap changes (``--variants``): a fuller stop-word list, REALTALK turns indexed with
+their neighbours, pseudo-relevance-feedback query expansion, MADial query contexts. Every row
+sees the same queries; nothing reads answers or test turns. Searches pass ``touch=False`` so
+one query's hits do not reinforce memories for the next. The Δ columns: mean per-query
+difference from the ``bm25`` row on the issue's target metric, ± a 95% interval.
+
+Usage::
+
+    python bench/quality.py                                   # everything, default variants
+    python bench/quality.py --retrievers bm25,hybrid --variants none --json out.json
+    python bench/quality.py --datasets madial --variants context=last3,expand=5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+from memdir import Memdir
+from memdir.model import Hit
+from memdir.safety import find_secrets, redact_secrets
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import quality_data as qd
+from quality_data import Corpus, Query, Unit, tokens
+
+Retriever = Callable[[Memdir, str, int], list[str]]
+Search = Callable[[str, int], list[str]]
+K = 10  # results asked for; @5 metrics use the first five
+FEEDBACK_DOCS = 3  # hits whose words feed query expansion
+BASELINE = "sqlite"
+BASELINE_TOKENIZER = "porter unicode61 remove_diacritics 2"  # memdir's own tokenizer
+# Stores live in RAM when possible: this measures quality, and file I/O would dominate the run.
+SCRATCH = "/dev/shm" if Path("/dev/shm").is_dir() and os.access("/dev/shm", os.W_OK) else None
+DEFAULT_VARIANTS = ("stop=extended", "neighbours=1", "neighbours=2", "expand=3", "expand=8",
+                    "context=last2", "context=last3", "context=users", "context=all",
+                    "stop=extended+neighbours=2+context=users")
+
+
+def bm25(md: Memdir, query: str, k: int) -> list[str]:
+    """Today's ``Memdir.search``: FTS5 BM25 × the bounded strength factor."""
+    return [str(h.memory.meta.get("unit")) for h in md.search(query, limit=k, touch=False)]
+
+
+def hybrid(md: Memdir, query: str, k: int) -> list[str]:
+    """BM25 fused with embeddings, once ``Memdir.search`` takes ``mode="hybrid"``."""
+    search: Callable[..., list[Hit]] = md.search
+    return [str(h.memory.meta.get("unit")) for h in search(query, limit=k, touch=False,
+                                                            mode="hybrid")]
+
+
+RETRIEVERS: dict[str, Retriever] = {"bm25": bm25, "hybrid": hybrid}
+MEMDIR_OPTIONS: dict[str, dict[str, Any]] = {"hybrid": {}}  # Memdir(...) flags per retriever
+
+
+class UnavailableError(Exception):
+    """The retriever needs a memdir feature this checkout does not have."""
+
+
+@dataclass(frozen=True)
+class Options:
+    stop: str = "memdir"  # memdir: the library's own list | extended: STOP_EXTENDED dropped first
+    neighbours: int = 0  # REALTALK: append the N turns before and after (same session)
+    expand: int = 0  # add N words from the top FEEDBACK_DOCS hits, then search again
+    context: str = "user"  # MADial query: user, lastK, users, all (see quality_data)
+
+    @classmethod
+    def parse(cls, spec: str, base: Options) -> Options:
+        """``"neighbours=1+stop=extended"`` applied over ``base``."""
+        types = {f.name: type(getattr(base, f.name)) for f in fields(cls)}
+        changes: dict[str, Any] = {}
+        for part in filter(None, spec.split("+")):
+            key, _, value = part.partition("=")
+            if key not in types:
+                raise SystemExit(f"error: unknown option {key!r} in {spec!r}: {', '.join(types)}")
+            changes[key] = types[key](value)
+        return replace(base, **changes)
+
+    def spec(self) -> str:
+        """The inverse of :meth:`parse` against the defaults ("default" when equal)."""
+        plain = Options()
+        return "+".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self)
+                        if getattr(self, f.name) != getattr(plain, f.name)) or "default"
+
+
+@dataclass(frozen=True)
+class Row:
+    label: str
+    retriever: str
+    options: Options
+
+
+@contextmanager
+def open_index(retriever: str, units: list[Unit], texts: list[str],
+               counts: Counter[str]) -> Iterator[Search]:
+    """A searcher over ``units`` stored as ``texts``: memdir for a retriever, plain SQLite for
+    the baseline. Exact-duplicate bodies (merged by memdir) answer for all their unit ids."""
+    if retriever == BASELINE:
+        conn = sqlite3.connect(":memory:")
+        conn.execute(f"CREATE VIRTUAL TABLE u USING fts5(uid UNINDEXED, text, "
+                     f"tokenize='{BASELINE_TOKENIZER}')")
+        conn.executemany("INSERT INTO u VALUES (?, ?)",
+                         [(u.id, t) for u, t in zip(units, texts, strict=True)])
+
+        def raw(query: str, k: int) -> list[str]:
+            words = " OR ".join(f'"{t}"' for t in dict.fromkeys(tokens(query)))
+            if not words:
+                return []
+            return [r[0] for r in conn.execute(
+                "SELECT uid FROM u WHERE u MATCH ? ORDER BY bm25(u), rowid LIMIT ?", (words, k))]
+
+        yield raw
+        conn.close()
+        return
+    if retriever not in RETRIEVERS:
+        raise SystemExit(f"error: unknown retriever {retriever!r}: "
+                         f"{', '.join([BASELINE, *RETRIEVERS])}")
+    fn = RETRIEVERS[retriever]
+    with tempfile.TemporaryDirectory(prefix="memdir-quality-", dir=SCRATCH) as tmp:
+        (Path(tmp) / "project").mkdir()
+        try:
+            md = Memdir(home=Path(tmp) / "home", project=Path(tmp) / "project",
+                        **MEMDIR_OPTIONS.get(retriever, {}))
+        except TypeError as exc:
+            raise UnavailableError(str(exc)) from None
+        with md:
+            items = []
+            for unit, text in zip(units, texts, strict=True):
+                if find_secrets([text]):  # memdir refuses secrets: keep the rest of the turn
+                    counts["units with a secret redacted"] += 1
+                    text = redact_secrets(text)
+                items.append({"content": text, "type": "episode", "meta": {"unit": unit.id}})
+            aliases: dict[str, list[str]] = defaultdict(list)
+            for unit, memory in zip(units, md.store_many(items), strict=True):
+                aliases[str(memory.meta.get("unit"))].append(unit.id)
+            counts["units merged as exact duplicates"] += len(units) - len(aliases)
+            try:
+                fn(md, "probe", 1)
+            except TypeError as exc:
+                raise UnavailableError(str(exc)) from None
+
+            def search(query: str, k: int) -> list[str]:
+                found = [uid for hit in fn(md, query, k) for uid in aliases.get(hit, [hit])]
+                return list(dict.fromkeys(found))[:k]
+
+            yield search
+
+
+def score(query: Query, ranked: list[str]) -> dict[str, float]:
+    rel = set(query.relevant)
+    out: dict[str, float] = {}
+    for k in (5, 10):
+        found = len(rel.intersection(ranked[:k]))
+        out[f"recall@{k}"] = found / len(rel)
+        out[f"all@{k}"] = float(found == len(rel))
+    dcg = sum(1 / math.log2(i + 2) for i, uid in enumerate(ranked[:5]) if uid in rel)
+    out["ndcg@5"] = dcg / sum(1 / math.log2(i + 2) for i in range(min(len(rel), 5)))
+    return out
+
+
+def run_queries(search: Search, queries: list[Query], options: Options,
+                texts: dict[str, str]) -> list[dict[str, float]]:
+    df: Counter[str] = Counter(w for t in texts.values() for w in set(tokens(t)))
+    out = []
+    for query in queries:
+        text = qd.prepare(query.text, options.stop)
+        ranked = search(text, K)
+        if options.expand > 0:
+            ranked = search(qd.expand(text, ranked[:FEEDBACK_DOCS], texts, df, options.expand), K)
+        out.append(score(query, ranked))
+    return out
+
+
+METRICS = {"realtalk": ("recall@5", "recall@10", "all@5", "all@10"),
+           "madial": ("recall@5", "ndcg@5")}
+HEADLINE = {"realtalk": "recall@10", "madial": "recall@5"}  # the issue's targets
+
+
+def effective(options: Options, dataset: str) -> Options:
+    """The options that change a dataset's results (rows equal here share one computation)."""
+    return replace(options, context="") if dataset == "realtalk" else replace(options, neighbours=0)
+
+
+def load(dataset: str, rows: list[Row]) -> tuple[list[Corpus], dict[str, list[list[Query]]]]:
+    """The corpora (one store each) and, per MADial context, their queries."""
+    if dataset == "realtalk":
+        corpora = qd.load_realtalk()
+        return corpora, {"": [c.queries for c in corpora]}
+    if dataset == "madial":
+        loaded = {ctx: qd.load_madial(ctx) for ctx in {r.options.context for r in rows}}
+        first = next(iter(loaded.values()))
+        return [Corpus("madial", first.units, [], first.counts)], {
+            ctx: [c.queries] for ctx, c in loaded.items()}
+    raise SystemExit(f"error: unknown dataset {dataset!r}: realtalk, madial")
+
+
+def evaluate(rows: list[Row], datasets: Sequence[str]) -> dict[str, Any]:
+    """Per row and dataset, the metrics averaged over queries; plus counts and timings."""
+    scores: dict[tuple[str, str, Options], list[dict[str, float]]] = defaultdict(list)
+    counts: dict[str, Counter[str]] = {d: Counter() for d in datasets}
+    timings: dict[str, float] = defaultdict(float)
+    unavailable: dict[str, str] = {}
+    for dataset in datasets:
+        corpora, queries = load(dataset, rows)
+        for c in corpora:
+            counts[dataset].update(c.counts)
+        groups: dict[tuple[str, int], set[Options]] = defaultdict(set)
+        for row in rows:
+            opts = effective(row.options, dataset)
+            groups[(row.retriever, opts.neighbours)].add(opts)
+        for (retriever, nb), variants in groups.items():
+            notes: Counter[str] = Counter()
+            for n, corpus in enumerate(corpora):
+                if retriever in unavailable:
+                    break
+                texts = qd.contents(corpus.units, nb)
+                started = time.perf_counter()
+                try:
+                    with open_index(retriever, corpus.units, texts, notes) as search:
+                        timings[f"{dataset} index {retriever} neighbours={nb}"] += (
+                            time.perf_counter() - started)
+                        by_id = {u.id: t for u, t in zip(corpus.units, texts, strict=True)}
+                        for opts in sorted(variants, key=repr):
+                            began = time.perf_counter()
+                            scores[(dataset, retriever, opts)] += run_queries(
+                                search, queries[opts.context][n], opts, by_id)
+                            timings[f"{dataset} queries {retriever} {opts.spec()}"] += (
+                                time.perf_counter() - began)
+                except UnavailableError as exc:
+                    unavailable[retriever] = str(exc)
+                    print(f"[quality] {retriever} skipped: {exc}", file=sys.stderr)
+            if retriever == "bm25":  # the same stores for every memdir retriever
+                counts[dataset].update({f"{k} (neighbours={nb})": v for k, v in notes.items()})
+    results = []
+    kept = [r for r in rows if r.retriever not in unavailable]
+    reference = next((r for r in kept if r.retriever == "bm25"), kept[0] if kept else None)
+    for row in kept:
+        assert reference is not None
+        entry: dict[str, Any] = {"label": row.label, "retriever": row.retriever,
+                                 "options": asdict(row.options)}
+        for dataset in datasets:
+            got = scores[(dataset, row.retriever, effective(row.options, dataset))]
+            ref = scores[(dataset, reference.retriever, effective(reference.options, dataset))]
+            entry[dataset] = {m: sum(s[m] for s in got) / len(got) for m in METRICS[dataset]}
+            entry[dataset]["queries"] = len(got)
+            entry[dataset]["delta"] = paired_delta(got, ref, HEADLINE[dataset])
+        results.append(entry)
+    return {"rows": results, "reference": reference.label if reference else None,
+            "counts": {d: dict(c) for d, c in counts.items()},
+            "seconds": {k: round(v, 2) for k, v in timings.items()}, "unavailable": unavailable}
+
+
+def paired_delta(got: list[dict[str, float]], ref: list[dict[str, float]],
+                 metric: str) -> tuple[float, float]:
+    """Mean per-query difference from the reference row and its 95% half-width (normal)."""
+    diffs = [a[metric] - b[metric] for a, b in zip(got, ref, strict=True)]
+    return (statistics.fmean(diffs), 1.96 * statistics.stdev(diffs) / math.sqrt(len(diffs)))
+
+
+def table(report: dict[str, Any], datasets: Sequence[str]) -> str:
+    heads = [f"{d.upper()} {m.replace('recall', 'R')}" for d in datasets for m in METRICS[d]]
+    heads += [f"Δ {d.upper()} {HEADLINE[d].replace('recall', 'R')}" for d in datasets]
+    lines = ["| retriever | " + " | ".join(heads) + " |", "|---" * (len(heads) + 1) + "|"]
+    for row in report["rows"]:
+        cells = [f"{row[d][m]:.3f}" for d in datasets for m in METRICS[d]]
+        cells += ["{:+.3f} ± {:.3f}".format(*row[d]["delta"]) for d in datasets]
+        lines.append(f"| {row['label']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--retrievers", default="sqlite,bm25,hybrid",
+                        help=f"comma list of {BASELINE}, {', '.join(RETRIEVERS)}")
+    parser.add_argument("--datasets", default="realtalk,madial")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--variants", default=",".join(DEFAULT_VARIANTS),
+                        help="extra rows, e.g. 'neighbours=1+stop=extended,expand=5'; 'none'")
+    parser.add_argument("--variant-retriever", default="bm25")
+    base = Options()
+    parser.add_argument("--stop", default=base.stop, choices=("memdir", "extended"))
+    parser.add_argument("--neighbours", type=int, default=base.neighbours)
+    parser.add_argument("--expand", type=int, default=base.expand)
+    parser.add_argument("--context", default=base.context, help="MADial query context")
+    args = parser.parse_args(argv)
+    base = Options(args.stop, args.neighbours, args.expand, args.context)
+    datasets = [d for d in args.datasets.split(",") if d]
+    rows = [Row(r, r, base) for r in args.retrievers.split(",") if r]
+    if args.variants != "none":
+        rows += [Row(f"{args.variant_retriever} {spec}", args.variant_retriever,
+                     Options.parse(spec, base)) for spec in args.variants.split(",") if spec]
+    started = time.perf_counter()
+    report = evaluate(rows, datasets)
+    report["seconds"]["total"] = round(time.perf_counter() - started, 2)
+    report["setup"] = {"options": asdict(base), "k": K, "feedback_docs": FEEDBACK_DOCS,
+                       "python": platform.python_version(), "sqlite": sqlite3.sqlite_version}
+    print(table(report, datasets))
+    for dataset, counts in report["counts"].items():
+        print(f"\n{dataset}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    print(f"\nwall time {report['seconds']['total']:.1f} s; options {asdict(base)}")
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
