@@ -41,6 +41,8 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("MEMDIR_LLM", "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL",
                  "MEMDIR_LLM_MODEL", "MEMDIR_LLM_BUDGET"):
         monkeypatch.delenv(name, raising=False)
+    # Hooks would start a warm daemon (it lingers up to 15 minutes); tests that want one say so.
+    monkeypatch.setenv("MEMDIR_DAEMON", "0")
 
 
 @pytest.fixture

@@ -103,7 +103,8 @@ def _memdir(data: Mapping[str, Any]) -> Memdir:
     from memdir.memdir import Memdir
 
     cwd = _text(data, "cwd")
-    return Memdir(project=cwd if cwd and Path(cwd).is_dir() else None)
+    # No model in a hook process (0.4 s to load): the warm daemon does semantic recall.
+    return Memdir(project=cwd if cwd and Path(cwd).is_dir() else None, semantic=False)
 
 
 def _session_start(data: Mapping[str, Any], fmt: str) -> str:
@@ -120,8 +121,18 @@ def _prompt(data: Mapping[str, Any], fmt: str) -> str:
     prompt, session = _text(data, "prompt"), _text(data, "session_id")
     if not prompt or not session:
         return ""
-    with _memdir(data) as md:
-        text: str = md.recall(prompt, session).text
+    from memdir import daemon
+
+    home = _home()
+    request = {"op": "recall", "project": _text(data, "cwd"), "prompt": prompt,
+               "session_id": session}
+    answer = daemon.ask(home, request, timeout=LIMITS["prompt"] / 2)
+    if answer is not None and answer.get("ok") and isinstance(answer.get("text"), str):
+        text: str = answer["text"]  # semantic recall from the warm daemon
+    else:
+        with _memdir(data) as md:
+            text = md.recall(prompt, session).text
+        daemon.start_daemon(home)  # warm for the next prompt (when the extra is installed)
     if fmt == "json" and text:
         return json.dumps({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
                                                   "additionalContext": text}})

@@ -159,7 +159,8 @@ _MIGRATIONS: tuple[tuple[str, str], ...] = (
         """
         CREATE TABLE embeddings (
             dir TEXT NOT NULL, file TEXT NOT NULL, model TEXT NOT NULL,
-            norm_hash TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (dir, file)
+            norm_hash TEXT NOT NULL, vector BLOB NOT NULL, seq INTEGER NOT NULL,
+            PRIMARY KEY (dir, file)
         ) WITHOUT ROWID;
         """,
     ),

@@ -20,32 +20,34 @@ from typing import TYPE_CHECKING, Any
 
 from memdir import store as st
 from memdir.capture import Capture
-from memdir.config import load_config, resolve_home, save_adopted
+from memdir.config import load_config, resolve_home
 from memdir.errors import InvalidMemoryError, MemoryNotFoundError, PathTraversalError
 from memdir.files import read_index
 from memdir.index import Index
 from memdir.model import SCOPES, Hit, Memory, Problem, Scope, Stats, now, parse_time
-from memdir.paths import claude_code_memory_dir, find_git_roots, project_key, safe_join
+from memdir.paths import find_git_roots, project_key, safe_join
 from memdir.search import list_memories, run_search
 from memdir.taxonomy import get_taxonomy
+from memdir.transfers import Transfers
 from memdir.upkeep import Upkeep
+from memdir.vectors import Vectors
 
 if TYPE_CHECKING:
     from memdir.context_format import Context
     from memdir.llm import LLM
     from memdir.recall import Recall
-    from memdir.transfer import ImportReport
 
 __all__ = ["Memdir"]
 
 Progress = Callable[[int, int], None]
 
 
-class Memdir(Capture, Upkeep):
+class Memdir(Capture, Upkeep, Vectors, Transfers):
     """Memory for one project, as seen from ``project`` (default: the working directory)."""
 
     def __init__(self, home: str | Path | None = None, project: str | Path | None = None, *,
-                 clock: Callable[[], datetime] | None = None, sync_interval: float = 1.0) -> None:
+                 clock: Callable[[], datetime] | None = None, sync_interval: float = 1.0,
+                 semantic: bool | None = None) -> None:
         self.home = resolve_home(home)
         self.project_path = Path(project).resolve() if project else Path.cwd().resolve()
         self.roots = find_git_roots(self.project_path)
@@ -53,6 +55,8 @@ class Memdir(Capture, Upkeep):
         self.index = Index(self.home / "index.sqlite")
         self._clock = clock or now
         self._sync_interval = sync_interval
+        self._semantic = semantic
+        self._embedder: Any = None
         self._last_sync = -math.inf
         self._llm: LLM | None = None
         settings = self.config.projects.get(str(self.roots.canonical))
@@ -244,9 +248,12 @@ class Memdir(Capture, Upkeep):
     def search(self, query: str, *, limit: int = 10, types: Sequence[str] | None = None,
                scopes: Sequence[Scope] | None = None, tags: Sequence[str] | None = None,
                include_archived: bool = False, paths: Sequence[str] | None = None,
-               touch: bool = True, sources: Sequence[str] = ("memories",)) -> list[Hit]:
-        """Full-text search ranked by BM25 × a bounded strength factor. With "sessions" in
-        ``sources``, indexed session chunks too (``hit.session`` says where from)."""
+               touch: bool = True, sources: Sequence[str] = ("memories",),
+               mode: str = "auto") -> list[Hit]:
+        """Search ranked by match × a bounded strength factor. ``mode``: "fts" (BM25),
+        "hybrid" (BM25 and embeddings fused; FTS alone when the extra is missing) or "auto"
+        (hybrid when semantic search is on). With "sessions" in ``sources``, indexed session
+        chunks too (``hit.session`` says where from)."""
         if limit < 1:
             raise InvalidMemoryError(f"limit must be at least 1, not {limit}")
         unknown = set(sources) - {"memories", "sessions"}
@@ -255,9 +262,22 @@ class Memdir(Capture, Upkeep):
                                      "use memories, sessions or both")
         self._sync()
         dirs = self._dirs(scopes)
-        hits = run_search(self.index.conn, query, dirs, types=self._types(types, dirs),
-                          tags=tags, include_archived=include_archived, paths=paths,
-                          limit=limit, at=self._clock()) if "memories" in sources else []
+        if mode not in ("auto", "fts", "hybrid"):
+            raise InvalidMemoryError(f"unknown search mode {mode!r}", "use auto, fts or hybrid")
+        embedder = self.embedder if mode != "fts" else None
+        kinds = self._types(types, dirs)
+        if "memories" not in sources:
+            hits: list[Hit] = []
+        elif embedder is not None:
+            from memdir.semantic import hybrid_search
+
+            hits = hybrid_search(self.index, dirs, embedder, query, types=kinds, tags=tags,
+                                 include_archived=include_archived, paths=paths, limit=limit,
+                                 at=self._clock())
+        else:
+            hits = run_search(self.index.conn, query, dirs, types=kinds, tags=tags,
+                              include_archived=include_archived, paths=paths, limit=limit,
+                              at=self._clock())
         if "sessions" in sources:
             from memdir.sessions import search_sessions
 
@@ -333,8 +353,11 @@ class Memdir(Capture, Upkeep):
         from memdir.recall import recall
 
         self._sync()
+        search = (lambda text, n: self.search(text, limit=n, touch=False)) \
+            if self.semantic else None
         return recall(self.index, self._dirs(), prompt, session_id, at=self._clock(),
-                      limit=limit, llm=self.llm if use_llm else None, paths=paths)
+                      limit=limit, llm=self.llm if use_llm else None, paths=paths,
+                      search=search)
 
     @property
     def llm(self) -> LLM:
@@ -363,46 +386,11 @@ class Memdir(Capture, Upkeep):
         self._sync()
         return doctor(self, self._dirs())
 
-    def reindex(self, progress: Progress | None = None) -> int:
-        """Rebuild the index rows of the directories in play from their files alone."""
+    def reindex(self, progress: Progress | None = None, *, embeddings: bool = False) -> int:
+        """Rebuild the index rows of the directories in play from their files alone (and
+        with ``embeddings``, their vectors)."""
         count = st.reindex(self.index, self._dirs(), progress)
         self._last_sync = time.monotonic()
+        if embeddings:
+            self.embed_memories(progress)
         return count
-
-    def adopt_claude_code(self, directory: str | Path | None = None) -> Path:
-        """Use Claude Code's auto-memory directory for this project, in place.
-
-        Its files keep their format (files without an ``id`` use their file name), the store
-        switches to the ``claude-code`` taxonomy, and a hand-written MEMORY.md is kept once
-        as MEMORY.md.orig before memdir first regenerates it.
-        """
-        path = Path(directory).expanduser().resolve() if directory else \
-            claude_code_memory_dir(self.roots.canonical)
-        if not path.is_dir():
-            raise InvalidMemoryError(
-                f"no Claude Code memory directory at {path}",
-                "run Claude Code in this project first, or pass the directory explicitly")
-        save_adopted(self.home, self.roots.canonical, path, "claude-code")
-        self.config = load_config(self.home, self.roots.worktree)
-        self._paths["project"] = path
-        self.reconcile()
-        return path
-
-    def export(self, dest: str | Path, *, format: str = "markdown",
-               scopes: Sequence[Scope] | None = None) -> int:
-        """Write all memories (active and archived) to a folder of Markdown files or JSONL."""
-        from memdir.transfer import export_memories
-
-        return export_memories(self, dest, fmt=format, scopes=scopes)
-
-    def import_(self, src: str | Path, *, scope: Scope | None = None) -> ImportReport:
-        """Import a folder of memory files or a JSON Lines file; bad items are reported."""
-        from memdir.transfer import import_memories
-
-        return import_memories(self, src, scope=scope)
-
-    def clean(self, text: str) -> str:
-        """Text as memdir would store it: <private> stripped, relative dates absolute."""
-        from memdir.draft import clean_text
-
-        return clean_text(text, self._clock().astimezone().date())

@@ -8,9 +8,10 @@ Rules:
   and fair to every script);
 - memories older than one day carry a freshness warning with their age in days.
 
-Selection is ranked search by default. With an LLM configured, the side query of seed 001
-sends a manifest (file names and descriptions, never bodies) and takes back up to five file
-names; names not in the manifest are discarded, and any failure falls back to ranked search.
+Selection is ranked search by default (hybrid when the facade has semantic search on). With
+an LLM configured, the side query of seed 001 sends a manifest (file names and descriptions,
+never bodies) and takes back up to five file names; names not in the manifest are discarded,
+and any failure falls back to ranked search.
 
 Invariants:
 - Session state lives in the index (``recall_sessions``, ``recall_surfaced``), so separate
@@ -22,13 +23,13 @@ Invariants:
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memdir.errors import InvalidMemoryError
-from memdir.model import Memory, format_time
+from memdir.model import Hit, Memory, format_time
 from memdir.search import run_search
 
 if TYPE_CHECKING:
@@ -50,6 +51,7 @@ __all__ = [
 MAX_RECALL = 5
 MAX_MEMORY_BYTES = 4 * 1024
 MAX_SESSION_BYTES = 60 * 1024
+Search = Callable[[str, int], list[Hit]]  # (prompt, limit) -> ranked hits: hybrid when on
 SPARES = 10  # extra ranked candidates, for when a concurrent recall claims some first
 MANIFEST_SIZE = 200  # candidates offered to the LLM; the rest are unlikely and cost tokens
 TRUNCATED = "\n\n[... truncated, memory file too large ...]"
@@ -170,9 +172,11 @@ def _where(memory: Memory) -> tuple[str, str]:
 
 def _by_search(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], prompt: str,
                surfaced: set[tuple[str, str]], limit: int, paths: Sequence[str] | None,
-               at: datetime) -> list[Memory]:
-    hits = run_search(conn, prompt, dirs, types=[], tags=None, include_archived=False,
-                      paths=None, limit=limit + len(surfaced) + 20, at=at)
+               at: datetime, search: Search | None) -> list[Memory]:
+    wanted = limit + len(surfaced) + 20
+    hits = search(prompt, wanted) if search is not None else run_search(
+        conn, prompt, dirs, types=[], tags=None, include_archived=False, paths=None,
+        limit=wanted, at=at)
     if paths:  # memories about the files at hand first
         from memdir.search import glob_matches
 
@@ -264,7 +268,7 @@ def _claim(index: Index, session_id: str, memories: Sequence[Memory], at: dateti
 
 def recall(index: Index, dirs: Sequence[MemoryDir], prompt: str, session_id: str, *,
            at: datetime, limit: int = MAX_RECALL, llm: LLM | None = None,
-           paths: Sequence[str] | None = None) -> Recall:
+           paths: Sequence[str] | None = None, search: Search | None = None) -> Recall:
     """Select, claim and return the memories for one prompt (see the module docstring)."""
     if not isinstance(session_id, str) or not session_id.strip():
         raise InvalidMemoryError("recall needs a session id",
@@ -283,7 +287,7 @@ def recall(index: Index, dirs: Sequence[MemoryDir], prompt: str, session_id: str
         chosen = _by_llm(index, llm, dirs, prompt, surfaced, limit, at)
         method = "llm" if chosen is not None else "search"
     if chosen is None:
-        chosen = _by_search(conn, dirs, prompt, surfaced, limit, paths, at)
+        chosen = _by_search(conn, dirs, prompt, surfaced, limit, paths, at, search)
     if not chosen:
         return Recall(session_id, method=method, session_bytes=used)
     items, used = _claim(index, session_id, chosen, at, limit)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -75,7 +76,7 @@ def _hits(args: argparse.Namespace, hits: Sequence[Hit], empty: str) -> None:
 def cmd_search(md: Memdir, args: argparse.Namespace) -> None:
     hits = md.search(args.query, limit=args.limit, include_archived=args.archived,
                      sources=("memories", "sessions") if args.sessions else ("memories",),
-                     **_filter_kwargs(args))
+                     mode="hybrid" if args.hybrid else "auto", **_filter_kwargs(args))
     _hits(args, hits, f"no memories match {args.query!r}")
 
 
@@ -156,7 +157,7 @@ def cmd_stats(md: Memdir, args: argparse.Namespace) -> None:
 
 def cmd_reindex(md: Memdir, args: argparse.Namespace) -> None:
     bar = render.Progress("reindexing", force=args.progress and not args.json)
-    count = md.reindex(progress=bar)
+    count = md.reindex(progress=bar, embeddings=args.embeddings)
     broken = md.stats().broken_files
     _emit(args, {"files": count, "broken": broken, "seconds": round(bar.elapsed(), 3)},
           f"reindexed {count} files in {bar.elapsed():.2f}s"
@@ -289,11 +290,21 @@ HANDLERS: dict[str, Handler] = {
 def run(args: argparse.Namespace) -> int:
     if args.command == "hooks":  # agent settings files; no memory store involved
         return hooks_cli.run(args)
+    if args.command == "daemon":
+        from memdir.config import resolve_home
+        from memdir.daemon import serve as serve_daemon
+
+        return serve_daemon(resolve_home(args.home), idle=args.idle)
     if args.command == "mcp":  # the server owns its Memdir and its stdout
         from memdir.mcp_server import main as serve
 
         serve(home=args.home, project=args.project)
         return 0
-    with Memdir(home=args.home, project=args.project) as md:
+    # A one-shot process does not load the embedding model unless asked (--hybrid,
+    # --embeddings, MEMDIR_SEMANTIC=1): it costs more than the command itself.
+    asked = getattr(args, "hybrid", False) or getattr(args, "embeddings", False) or \
+        os.environ.get("MEMDIR_SEMANTIC", "").strip().lower() in ("1", "on", "true", "yes")
+    with Memdir(home=args.home, project=args.project,
+                semantic=None if asked else False) as md:
         result = HANDLERS[args.command](md, args)
     return result if isinstance(result, int) else 0

@@ -92,6 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--archived", action="store_true", help="include archived memories")
     p.add_argument("--sessions", action="store_true",
                    help="also search indexed session transcripts (see index-session)")
+    p.add_argument("--hybrid", action="store_true",
+                   help="rank by meaning too (needs the embed extra; loads the model)")
     _filters(p)
 
     p = add("about", "everything known about a topic, grouped by type")
@@ -183,6 +185,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     hooks_cli.add_parser(sub, common)
 
+    p = add("daemon", "keep the embedding model warm for hooks (exits when idle)")
+    p.add_argument("--idle", type=float, default=900.0, metavar="SECONDS",
+                   help="exit after this long without a request (default 900)")
+
     add("mcp", "run the MCP server on stdio (for Claude Code, Codex, Cursor, Gemini CLI...)")
 
     p = add("get", "show one memory (by id or file name)")
@@ -205,6 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     add("stats", "counts by type, scope and status")
     p = add("reindex", "rebuild the index from the memory files alone")
+    p.add_argument("--embeddings", action="store_true",
+                   help="also compute the embedding vectors (needs the embed extra)")
     p.add_argument("--progress", action="store_true", help="show the progress bar even when "
                    "stderr is not a terminal")
     add("doctor", "report broken files, ignored settings and oversized indexes (exit 1 if any)")

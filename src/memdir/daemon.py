@@ -1,0 +1,186 @@
+"""A warm memdir for hooks: the embedding model loaded once, recall served over a Unix socket.
+
+Loading the model costs about 0.4 s, far too much for a hook that runs on every prompt. The
+daemon (``memdir daemon``) keeps it loaded and answers hook requests; a hook that finds no
+daemon recalls with FTS in its own process and starts one for next time (when the ``embed``
+extra is installed and ``MEMDIR_DAEMON`` is not ``0``). The daemon exits after
+``IDLE_SECONDS`` without a request.
+
+Protocol: one JSON object per line each way.
+``{"op": "ping"}`` -> ``{"ok": true, "pid": ...}``;
+``{"op": "recall", "project": PATH, "prompt": TEXT, "session_id": ID, "limit": N}`` ->
+``{"ok": true, "text": ..., "method": ..., "ids": [...]}``; errors -> ``{"ok": false,
+"error": message, "hint": hint}``.
+
+Invariants:
+- One daemon per home: the socket is bound exclusively; a socket file nobody answers on is
+  stale and is replaced.
+- Requests are served one at a time (each is a few milliseconds of SQLite and one small
+  model call), so one ``Memdir`` per project is never used from two threads.
+- The socket is only reachable by the user (0600 in a 0700 directory).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memdir.memdir import Memdir
+
+__all__ = ["IDLE_SECONDS", "ask", "serve", "socket_path", "start_daemon"]
+
+IDLE_SECONDS = 900.0
+_MAX_REQUEST = 1 << 20
+
+
+def socket_path(home: Path) -> Path:
+    """The daemon's socket for a home. Unix socket paths are short (about 100 bytes), so it
+    lives in a private directory under the temp dir, named after the home."""
+    digest = hashlib.sha256(str(home.resolve()).encode()).hexdigest()[:16]
+    base = Path(tempfile.gettempdir()) / f"memdir-{os.getuid()}"
+    return base / f"{digest}.sock"
+
+
+def _readline(conn: socket.socket, deadline: float) -> bytes:
+    data = b""
+    while not data.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        if left <= 0 or len(data) > _MAX_REQUEST:
+            raise TimeoutError("no complete line in time")
+        conn.settimeout(left)
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def ask(home: Path, request: dict[str, Any], timeout: float = 2.0) -> dict[str, Any] | None:
+    """The daemon's answer, or None when there is no daemon or it did not answer in time."""
+    path = socket_path(home)
+    if not path.exists():
+        return None
+    deadline = time.monotonic() + timeout
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(min(0.2, timeout))
+            conn.connect(str(path))
+            conn.sendall(json.dumps(request).encode() + b"\n")
+            answer = json.loads(_readline(conn, deadline) or b"null")
+    except (OSError, ValueError, TimeoutError):
+        return None
+    return answer if isinstance(answer, dict) else None
+
+
+def start_daemon(home: Path) -> bool:
+    """Start a daemon for ``home`` in the background, if it makes sense; True if started."""
+    if os.environ.get("MEMDIR_DAEMON", "").strip().lower() in ("0", "off", "false", "no"):
+        return False
+    from memdir.embed import available
+
+    if not available() or ask(home, {"op": "ping"}, timeout=0.3) is not None:
+        return False
+    subprocess.Popen([sys.executable, "-m", "memdir", "daemon", "--home", str(home)],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+    return True
+
+
+def _handle(request: Any, home: Path, stores: dict[str, Memdir]) -> dict[str, Any]:
+    from memdir.errors import MemdirError
+    from memdir.memdir import Memdir
+
+    if not isinstance(request, dict):
+        return {"ok": False, "error": "the request is not a JSON object",
+                "hint": "send one JSON object per line"}
+    if request.get("op") == "ping":
+        return {"ok": True, "pid": os.getpid()}
+    if request.get("op") != "recall":
+        return {"ok": False, "error": f"unknown op {request.get('op')!r}",
+                "hint": "use ping or recall"}
+    project = str(request.get("project") or "")
+    try:
+        md = stores.get(project)
+        if md is None:
+            md = stores[project] = Memdir(home=home, project=project or None)
+        result = md.recall(str(request.get("prompt") or ""), str(request.get("session_id")),
+                           limit=int(request.get("limit") or 5))
+    except MemdirError as exc:
+        return {"ok": False, "error": exc.message, "hint": exc.hint}
+    return {"ok": True, "text": result.text, "method": result.method,
+            "ids": [m.id for m in result.memories]}
+
+
+def _bind(path: Path) -> socket.socket | None:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        server.bind(str(path))
+    except OSError:
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.settimeout(0.5)
+            probe.connect(str(path))
+            server.close()
+            return None  # a live daemon answers there already
+        except OSError:
+            with contextlib.suppress(OSError):
+                path.unlink()  # stale: its daemon is gone
+            server.bind(str(path))
+        finally:
+            probe.close()
+    os.chmod(path, 0o600)
+    server.listen(16)
+    return server
+
+
+def serve(home: Path, idle: float = IDLE_SECONDS) -> int:
+    """Serve until ``idle`` seconds pass without a request. 0 when done (or another daemon
+    already serves this home)."""
+    from memdir.embed import load_embedder
+
+    path = socket_path(home)
+    server = _bind(path)
+    if server is None:
+        return 0
+    if threading.current_thread() is threading.main_thread():
+        # A polite stop (SIGTERM) still removes the socket: leave through the finally below.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    load_embedder()  # warm the model before the first request
+    stores: dict[str, Memdir] = {}
+    last = time.monotonic()
+    try:
+        while time.monotonic() - last < idle:
+            server.settimeout(max(0.05, idle - (time.monotonic() - last)))
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            last = time.monotonic()
+            with conn:
+                try:
+                    request = json.loads(_readline(conn, time.monotonic() + 5) or b"null")
+                except (ValueError, TimeoutError, OSError):
+                    request = None
+                answer = _handle(request, home, stores)
+                with contextlib.suppress(OSError):
+                    conn.sendall(json.dumps(answer).encode() + b"\n")
+    finally:
+        server.close()
+        with contextlib.suppress(OSError):
+            path.unlink()
+        for md in stores.values():
+            md.close()
+    return 0

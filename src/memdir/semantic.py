@@ -1,0 +1,160 @@
+"""Semantic retrieval: memory vectors in the index, and hybrid search over them (DESIGN §4).
+
+A memory's vector encodes its name, description and body; it is stored per file with the
+``norm_hash`` of the body it was computed from, so an edited memory is embedded again and an
+unchanged one never is. Vectors are filled in batches: after ``store_many``, by ``memdir
+reindex --embeddings``, and lazily before a semantic search for whatever is missing.
+
+Hybrid search fuses the BM25 ranking and the cosine ranking by reciprocal rank
+(:mod:`memdir.hybrid`) with strength as the bounded multiplier of plain search.
+
+Invariants:
+- numpy and the model are only touched through :mod:`memdir.embed`, imported lazily: without
+  the extra, nothing here is reached and search is FTS alone.
+- The vector matrix of a set of directories is cached per process and rebuilt when the
+  embeddings change (their count and the highest write sequence number).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from memdir.hybrid import fuse
+from memdir.index import Index, row_to_memory
+from memdir.model import Hit, Memory
+from memdir.search import glob_matches, run_search, strength
+
+if TYPE_CHECKING:
+    from memdir.embed import Embedder
+    from memdir.store import MemoryDir
+
+__all__ = ["POOL", "fill_vectors", "hybrid_search", "vector_text"]
+
+POOL = 50  # candidates taken from each ranking before fusion
+SIMILARITY_FLOOR = 0.2  # cosine below which MiniLM neighbours are unrelated text
+BATCH = 64
+Progress = Callable[[int, int], None]
+
+_cache: dict[tuple[Any, ...], tuple[list[tuple[str, str]], Any]] = {}
+_cache_lock = threading.Lock()
+
+
+def vector_text(name: str, description: str, body: str) -> str:
+    parts = [name]
+    if description and description != name:
+        parts.append(description)
+    if body and body != description:
+        parts.append(body[:2000])
+    return "\n".join(parts)
+
+
+def fill_vectors(index: Index, dirs: Sequence[MemoryDir], embedder: Embedder,
+                 progress: Progress | None = None) -> int:
+    """Embed every memory of ``dirs`` whose vector is missing or stale; returns how many."""
+    from memdir.embed import to_blob
+
+    if not dirs:
+        return 0
+    marks = ",".join("?" * len(dirs))
+    keys = [d.key for d in dirs]
+    rows = index.conn.execute(
+        "SELECT m.dir, m.file, m.norm_hash, m.name, m.description, m.body FROM memories m "
+        "LEFT JOIN embeddings e ON e.dir = m.dir AND e.file = m.file "
+        f"WHERE m.dir IN ({marks}) AND (e.norm_hash IS NULL OR e.norm_hash != m.norm_hash "
+        "OR e.model != ?)", [*keys, embedder.name]).fetchall()
+    done = 0
+    for start in range(0, len(rows), BATCH):
+        chunk = rows[start:start + BATCH]
+        vectors = embedder.embed([vector_text(r[3], r[4], r[5]) for r in chunk])
+        with index.write() as conn:
+            seq = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM embeddings").fetchone()[0]
+            conn.executemany(
+                "INSERT OR REPLACE INTO embeddings (dir, file, model, norm_hash, vector, seq) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [(r[0], r[1], embedder.name, r[2], to_blob(v), seq + n + 1)
+                 for n, (r, v) in enumerate(zip(chunk, vectors, strict=True))])
+        done += len(chunk)
+        if progress:
+            progress(done, len(rows))
+    with index.write() as conn:  # vectors of files that are gone
+        conn.execute(
+            f"DELETE FROM embeddings WHERE dir IN ({marks}) AND NOT EXISTS (SELECT 1 FROM "
+            "memories m WHERE m.dir = embeddings.dir AND m.file = embeddings.file)", keys)
+    return done
+
+
+def _matrix(index: Index, keys: Sequence[str], embedder: Embedder) -> tuple[
+        list[tuple[str, str]], Any]:
+    from memdir.embed import stack_blobs
+
+    marks = ",".join("?" * len(keys))
+    version = index.conn.execute(
+        f"SELECT COUNT(*), COALESCE(MAX(seq), 0) FROM embeddings WHERE dir IN ({marks}) "
+        "AND model = ?", [*keys, embedder.name]).fetchone()
+    cache_key = (str(index.path), tuple(keys), embedder.name, version[0], version[1])
+    with _cache_lock:
+        if cache_key in _cache:
+            return _cache[cache_key]
+    rows = index.conn.execute(
+        f"SELECT dir, file, vector FROM embeddings WHERE dir IN ({marks}) AND model = ? "
+        "ORDER BY dir, file", [*keys, embedder.name]).fetchall()
+    entry = ([(r[0], r[1]) for r in rows], stack_blobs([r[2] for r in rows], embedder.dim))
+    with _cache_lock:
+        for old in [k for k in _cache if k[:3] == cache_key[:3]]:
+            del _cache[old]
+        _cache[cache_key] = entry
+    return entry
+
+
+def _load(index: Index, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Memory]:
+    out: dict[tuple[str, str], Memory] = {}
+    for key in keys:
+        rows = index.conn.execute(
+            "SELECT m.*, u.access_count, u.last_accessed FROM memories m "
+            "LEFT JOIN usage u ON u.dir = m.dir AND u.id = m.id "
+            "WHERE m.dir = ? AND m.file = ?", key).fetchall()
+        if rows:
+            out[key] = row_to_memory(rows[0])
+    return out
+
+
+def _where(memory: Memory) -> tuple[str, str]:
+    return (str(memory.path.parent), memory.path.name) if memory.path else ("", memory.id)
+
+
+def hybrid_search(index: Index, dirs: Sequence[MemoryDir], embedder: Embedder, query: str, *,
+                  types: Sequence[str], tags: Sequence[str] | None, include_archived: bool,
+                  paths: Sequence[str] | None, limit: int, at: datetime) -> list[Hit]:
+    """BM25 and cosine rankings fused (RRF) × bounded strength; same filters as search."""
+    from memdir.embed import cosine_top_k
+
+    if not dirs or not query.strip():
+        return []
+    fill_vectors(index, dirs, embedder)
+    lexical = run_search(index.conn, query, dirs, types=types, tags=tags,
+                         include_archived=include_archived, paths=paths,
+                         limit=max(POOL, limit), at=at)
+    memories = {_where(h.memory): h.memory for h in lexical}
+    names, matrix = _matrix(index, [d.key for d in dirs], embedder)
+    nearest = cosine_top_k(embedder.embed([query])[0], matrix, POOL * 4) if names else []
+    # Below the floor a vector neighbour is noise, not meaning: BM25 alone decides there.
+    semantic_keys = [names[row] for row, score in nearest if score >= SIMILARITY_FLOOR]
+    memories.update(_load(index, [k for k in semantic_keys if k not in memories]))
+    taxonomies = {d.key: d.taxonomy for d in dirs}
+
+    def allowed(memory: Memory) -> bool:
+        if memory.status != "active" and not include_archived:
+            return False
+        if types and memory.type not in types:
+            return False
+        if tags and not set(tags) & set(memory.tags):
+            return False
+        return not paths or glob_matches(memory.paths, paths)
+
+    semantic = [k for k in semantic_keys if k in memories and allowed(memories[k])][:POOL]
+    power = {key: strength(m, taxonomies.get(key[0]), at) for key, m in memories.items()}
+    fused = fuse([_where(h.memory) for h in lexical], semantic, power, limit=limit)
+    return [Hit(memories[key], score, match, power[key]) for key, score, match in fused]

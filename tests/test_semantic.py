@@ -1,0 +1,152 @@
+"""Hybrid search with the local embedding model, its fallback without the extra, vectors kept
+in step with the files, and the warm daemon that hooks ask."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import CLI, cli_json
+from memdir import Memdir
+from memdir.daemon import ask, socket_path
+
+DEPLOY = "CI/CD considerations: pipelines run on self-hosted runners"
+
+
+def _store(md: Memdir) -> dict[str, str]:
+    return {
+        "ci": md.store(DEPLOY, type="decision").id,
+        "cake": md.store("The chocolate cake recipe uses dark cocoa", type="fact").id,
+        "pg": md.store("PostgreSQL index tuning: partial indexes on status", type="pitfall").id,
+    }
+
+
+def test_hybrid_finds_meaning_that_words_miss(home: Path, repo: Path) -> None:
+    with Memdir(home=home, project=repo, sync_interval=0) as md:
+        ids = _store(md)
+        assert md.search("what is our deployment process", mode="fts") == []
+        hits = md.search("what is our deployment process")
+        assert hits and hits[0].memory.id == ids["ci"]
+        assert ids["cake"] not in {h.memory.id for h in hits}  # below the similarity floor
+        slow = md.search("database performance problems")
+        assert slow[0].memory.id == ids["pg"]
+        # Exact words still count: BM25 and the vectors agree on this one.
+        assert md.search("chocolate cake")[0].memory.id == ids["cake"]
+        # Filters apply to the semantic candidates too.
+        assert md.search("what is our deployment process", types=["fact"]) == []
+        assert md.recall("what is our deployment process?", "s1").memories[0].id == ids["ci"]
+
+
+def test_semantic_can_be_turned_off(home: Path, repo: Path,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    with Memdir(home=home, project=repo, semantic=False) as md:
+        _store(md)
+        assert not md.semantic and md.embedder is None
+        assert md.search("what is our deployment process", mode="hybrid") == []
+    monkeypatch.setenv("MEMDIR_SEMANTIC", "0")
+    with Memdir(home=home, project=repo) as md:
+        assert not md.semantic
+        assert md.search("what is our deployment process") == []
+
+
+def test_without_the_extra_search_is_fts_and_nothing_fails(home: Path, repo: Path) -> None:
+    code = f"""
+import sys
+sys.modules["onnxruntime"] = None  # as if the extra were not installed
+from memdir import Memdir
+md = Memdir(home={str(home)!r}, project={str(repo)!r})
+md.store({DEPLOY!r}, type="decision")
+assert md.semantic is False and md.embedder is None
+assert md.search("what is our deployment process", mode="hybrid") == []
+assert [h.memory.body for h in md.search("pipelines runners")] == [{DEPLOY!r}]
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_vectors_follow_the_files(home: Path, repo: Path) -> None:
+    with Memdir(home=home, project=repo, sync_interval=0) as md:
+        ids = _store(md)
+        assert md.embed_memories() == 3
+        assert md.embed_memories() == 0  # nothing stale
+        memory = md.get(ids["cake"])
+        assert memory.path is not None
+        memory.path.write_text(memory.path.read_text().replace(
+            "The chocolate cake recipe uses dark cocoa",
+            "Release trains leave every second Tuesday"))
+        md.reconcile()
+        assert md.embed_memories() == 1  # the edited one only
+        assert md.search("when do releases ship")[0].memory.id == ids["cake"]
+        md.delete(ids["pg"])
+        md.embed_memories()
+        count = md.index.conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
+        assert count == 2
+
+
+def test_cli_reindex_embeddings_and_hybrid_search(cli: CLI) -> None:
+    cli("store", "--type", "decision", DEPLOY, check=True)
+    out = cli("reindex", "--embeddings", check=True).stdout
+    assert out.startswith("reindexed 1 files")
+    assert "no memories match" in cli("search", "what is our deployment process").stdout
+    data = cli_json(cli("search", "what is our deployment process", "--hybrid", "--json"))
+    assert isinstance(data, list) and data[0]["memory"]["content"] == DEPLOY
+
+
+def _wait(predicate: object, seconds: float = 30.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if callable(predicate) and predicate():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_hooks_ask_the_warm_daemon(home: Path, repo: Path) -> None:
+    with Memdir(home=home, project=repo) as md:
+        _store(md)
+    env = {**os.environ, "MEMDIR_HOME": str(home)}
+    daemon = subprocess.Popen([sys.executable, "-m", "memdir", "daemon", "--idle", "60"],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert _wait(lambda: ask(home, {"op": "ping"}) is not None), "daemon did not start"
+        payload = {"session_id": "d1", "cwd": str(repo),
+                   "prompt": "what is our deployment process?"}
+        result = subprocess.run([sys.executable, "-m", "memdir", "hook", "prompt"],
+                                input=json.dumps(payload), capture_output=True, text=True,
+                                env=env, cwd=repo, timeout=60)
+        assert result.returncode == 0 and DEPLOY in result.stdout
+        again = subprocess.run([sys.executable, "-m", "memdir", "hook", "prompt"],
+                               input=json.dumps(payload), capture_output=True, text=True,
+                               env=env, cwd=repo, timeout=60)
+        assert again.returncode == 0 and DEPLOY not in again.stdout  # once per session
+        bad = ask(home, {"op": "nope"})
+        assert bad is not None and bad["ok"] is False and "hint" in bad
+    finally:
+        daemon.terminate()
+        daemon.wait(10)
+
+
+def test_a_daemon_starts_on_demand_and_leaves_when_idle(home: Path, repo: Path) -> None:
+    with Memdir(home=home, project=repo) as md:
+        _store(md)
+    env = {**os.environ, "MEMDIR_HOME": str(home), "MEMDIR_DAEMON": "1"}
+    payload = {"session_id": "d2", "cwd": str(repo), "prompt": "what is our deployment process?"}
+    first = subprocess.run([sys.executable, "-m", "memdir", "hook", "prompt"],
+                           input=json.dumps(payload), capture_output=True, text=True, env=env,
+                           cwd=repo, timeout=60)
+    assert first.returncode == 0 and DEPLOY not in first.stdout  # FTS in the hook itself
+    assert _wait(lambda: ask(home, {"op": "ping"}) is not None), "no daemon was started"
+    pid = ask(home, {"op": "ping"})["pid"]  # type: ignore[index]
+    os.kill(pid, 15)
+    assert _wait(lambda: not socket_path(home).exists(), 10)
+    idle = subprocess.Popen([sys.executable, "-m", "memdir", "daemon", "--idle", "1"], env=env)
+    assert idle.wait(60) == 0  # nothing asked: it leaves by itself
+    assert not socket_path(home).exists()
