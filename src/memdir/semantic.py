@@ -40,6 +40,7 @@ Progress = Callable[[int, int], None]
 
 _cache: dict[tuple[Any, ...], tuple[list[tuple[str, str]], Any]] = {}
 _cache_lock = threading.Lock()
+_filled: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # directories -> their state when filled
 
 
 def vector_text(name: str, description: str, body: str) -> str:
@@ -60,6 +61,13 @@ def fill_vectors(index: Index, dirs: Sequence[MemoryDir], embedder: Embedder,
         return 0
     marks = ",".join("?" * len(dirs))
     keys = [d.key for d in dirs]
+    # Unchanged rows since the last fill of these directories: nothing to look for. (Any
+    # write changes a row's mtime_ns or the count; the scan below is what this saves.)
+    state = (str(index.path), tuple(keys), embedder.name, *index.conn.execute(
+        f"SELECT COUNT(*), COALESCE(MAX(rowid), 0), TOTAL(mtime_ns) FROM memories "
+        f"WHERE dir IN ({marks})", keys).fetchone())
+    if _filled.get(state[:3]) == state:
+        return 0
     rows = index.conn.execute(
         "SELECT m.dir, m.file, m.norm_hash, m.name, m.description, m.body FROM memories m "
         "LEFT JOIN embeddings e ON e.dir = m.dir AND e.file = m.file "
@@ -83,6 +91,7 @@ def fill_vectors(index: Index, dirs: Sequence[MemoryDir], embedder: Embedder,
         conn.execute(
             f"DELETE FROM embeddings WHERE dir IN ({marks}) AND NOT EXISTS (SELECT 1 FROM "
             "memories m WHERE m.dir = embeddings.dir AND m.file = embeddings.file)", keys)
+    _filled[state[:3]] = state
     return done
 
 
@@ -110,15 +119,17 @@ def _matrix(index: Index, keys: Sequence[str], embedder: Embedder) -> tuple[
 
 
 def _load(index: Index, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Memory]:
-    out: dict[tuple[str, str], Memory] = {}
-    for key in keys:
-        rows = index.conn.execute(
-            "SELECT m.*, u.access_count, u.last_accessed FROM memories m "
-            "LEFT JOIN usage u ON u.dir = m.dir AND u.id = m.id "
-            "WHERE m.dir = ? AND m.file = ?", key).fetchall()
-        if rows:
-            out[key] = row_to_memory(rows[0])
-    return out
+    """Memories by (dir, file), in one query."""
+    if not keys:
+        return {}
+    values = ",".join("(?, ?)" for _ in keys)
+    rows = index.conn.execute(
+        f"WITH wanted (dir, file) AS (VALUES {values}) "
+        "SELECT m.*, u.access_count, u.last_accessed FROM wanted w "
+        "JOIN memories m ON m.dir = w.dir AND m.file = w.file "
+        "LEFT JOIN usage u ON u.dir = m.dir AND u.id = m.id",
+        [part for key in keys for part in key]).fetchall()
+    return {(row["dir"], row["file"]): row_to_memory(row) for row in rows}
 
 
 def _where(memory: Memory) -> tuple[str, str]:
@@ -136,12 +147,12 @@ def hybrid_search(index: Index, dirs: Sequence[MemoryDir], embedder: Embedder, q
     fill_vectors(index, dirs, embedder)
     lexical = run_search(index.conn, query, dirs, types=types, tags=tags,
                          include_archived=include_archived, paths=paths,
-                         limit=max(POOL, limit), at=at)
+                         limit=max(POOL // 2, limit), at=at)
     memories = {_where(h.memory): h.memory for h in lexical}
     names, matrix = _matrix(index, [d.key for d in dirs], embedder)
-    nearest = cosine_top_k(embedder.embed([query])[0], matrix, POOL * 4) if names else []
+    nearest = cosine_top_k(embedder.embed([query])[0], matrix, POOL * 2) if names else []
     # Below the floor a vector neighbour is noise, not meaning: BM25 alone decides there.
-    semantic_keys = [names[row] for row, score in nearest if score >= SIMILARITY_FLOOR]
+    semantic_keys = [names[row] for row, score in nearest if score >= SIMILARITY_FLOOR][:POOL]
     memories.update(_load(index, [k for k in semantic_keys if k not in memories]))
     taxonomies = {d.key: d.taxonomy for d in dirs}
 
