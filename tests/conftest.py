@@ -43,6 +43,9 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
     # Hooks would start a warm daemon (it lingers up to 15 minutes); tests that want one say so.
     monkeypatch.setenv("MEMDIR_DAEMON", "0")
+    # Search by words unless a test asks for meaning: expectations about exact matches stay
+    # exact (tests/test_semantic.py covers the default with the extra installed).
+    monkeypatch.setenv("MEMDIR_SEMANTIC", "0")
 
 
 @pytest.fixture

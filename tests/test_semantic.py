@@ -27,8 +27,15 @@ def _store(md: Memdir) -> dict[str, str]:
     }
 
 
+def test_semantic_is_on_by_default_with_the_extra(home: Path, repo: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MEMDIR_SEMANTIC")
+    with Memdir(home=home, project=repo) as md:
+        assert md.semantic and md.embedder is not None
+
+
 def test_hybrid_finds_meaning_that_words_miss(home: Path, repo: Path) -> None:
-    with Memdir(home=home, project=repo, sync_interval=0) as md:
+    with Memdir(home=home, project=repo, sync_interval=0, semantic=True) as md:
         ids = _store(md)
         assert md.search("what is our deployment process", mode="fts") == []
         hits = md.search("what is our deployment process")
@@ -50,7 +57,7 @@ def test_semantic_can_be_turned_off(home: Path, repo: Path,
         assert not md.semantic and md.embedder is None
         assert md.search("what is our deployment process", mode="hybrid") == []
     monkeypatch.setenv("MEMDIR_SEMANTIC", "0")
-    with Memdir(home=home, project=repo) as md:
+    with Memdir(home=home, project=repo) as md:  # the environment turns the default off
         assert not md.semantic
         assert md.search("what is our deployment process") == []
 
@@ -60,7 +67,7 @@ def test_without_the_extra_search_is_fts_and_nothing_fails(home: Path, repo: Pat
 import sys
 sys.modules["onnxruntime"] = None  # as if the extra were not installed
 from memdir import Memdir
-md = Memdir(home={str(home)!r}, project={str(repo)!r})
+md = Memdir(home={str(home)!r}, project={str(repo)!r}, semantic=True)
 md.store({DEPLOY!r}, type="decision")
 assert md.semantic is False and md.embedder is None
 assert md.search("what is our deployment process", mode="hybrid") == []
@@ -73,7 +80,7 @@ print("ok")
 
 
 def test_vectors_follow_the_files(home: Path, repo: Path) -> None:
-    with Memdir(home=home, project=repo, sync_interval=0) as md:
+    with Memdir(home=home, project=repo, sync_interval=0, semantic=True) as md:
         ids = _store(md)
         assert md.embed_memories() == 3
         assert md.embed_memories() == 0  # nothing stale

@@ -114,7 +114,7 @@ def _handle(request: Any, home: Path, stores: dict[str, Memdir]) -> dict[str, An
     try:
         md = stores.get(project)
         if md is None:
-            md = stores[project] = Memdir(home=home, project=project or None)
+            md = stores[project] = Memdir(home=home, project=project or None, semantic=True)
         result = md.recall(str(request.get("prompt") or ""), str(request.get("session_id")),
                            limit=int(request.get("limit") or 5))
     except MemdirError as exc:

@@ -302,9 +302,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     # A one-shot process does not load the embedding model unless asked (--hybrid,
     # --embeddings, MEMDIR_SEMANTIC=1): it costs more than the command itself.
-    asked = getattr(args, "hybrid", False) or getattr(args, "embeddings", False) or \
-        os.environ.get("MEMDIR_SEMANTIC", "").strip().lower() in ("1", "on", "true", "yes")
+    flag = getattr(args, "hybrid", False) or getattr(args, "embeddings", False)
+    env = os.environ.get("MEMDIR_SEMANTIC", "").strip().lower() in ("1", "on", "true", "yes")
     with Memdir(home=args.home, project=args.project,
-                semantic=None if asked else False) as md:
+                semantic=True if flag else (None if env else False)) as md:
         result = HANDLERS[args.command](md, args)
     return result if isinstance(result, int) else 0
