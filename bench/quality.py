@@ -69,7 +69,8 @@ DEFAULT_VARIANTS = ("stop=extended", "neighbours=1", "neighbours=2", "expand=3",
 
 def bm25(md: Memdir, query: str, k: int) -> list[str]:
     """Today's ``Memdir.search``: FTS5 BM25 × the bounded strength factor."""
-    return [str(h.memory.meta.get("unit")) for h in md.search(query, limit=k, touch=False)]
+    return [str(h.memory.meta.get("unit")) for h in md.search(query, limit=k, touch=False,
+                                                               mode="fts")]
 
 
 def hybrid(md: Memdir, query: str, k: int) -> list[str]:
@@ -80,7 +81,8 @@ def hybrid(md: Memdir, query: str, k: int) -> list[str]:
 
 
 RETRIEVERS: dict[str, Retriever] = {"bm25": bm25, "hybrid": hybrid}
-MEMDIR_OPTIONS: dict[str, dict[str, Any]] = {"hybrid": {}}  # Memdir(...) flags per retriever
+MEMDIR_OPTIONS: dict[str, dict[str, Any]] = {  # Memdir(...) flags per retriever
+    "bm25": {"semantic": False}, "hybrid": {"semantic": True}}
 
 
 class UnavailableError(Exception):

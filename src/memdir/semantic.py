@@ -35,6 +35,7 @@ __all__ = ["POOL", "fill_vectors", "hybrid_search", "vector_text"]
 
 POOL = 50  # candidates taken from each ranking before fusion
 SIMILARITY_FLOOR = 0.2  # cosine below which MiniLM neighbours are unrelated text
+SEMANTIC_WEIGHT = 1.0  # the cosine ranking's weight in the fusion (bench/quality.py)
 BATCH = 64
 Progress = Callable[[int, int], None]
 
@@ -167,5 +168,6 @@ def hybrid_search(index: Index, dirs: Sequence[MemoryDir], embedder: Embedder, q
 
     semantic = [k for k in semantic_keys if k in memories and allowed(memories[k])][:POOL]
     power = {key: strength(m, taxonomies.get(key[0]), at) for key, m in memories.items()}
-    fused = fuse([_where(h.memory) for h in lexical], semantic, power, limit=limit)
+    fused = fuse([_where(h.memory) for h in lexical], semantic, power,
+                 semantic_weight=SEMANTIC_WEIGHT, limit=limit)
     return [Hit(memories[key], score, match, power[key]) for key, score, match in fused]
