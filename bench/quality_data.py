@@ -17,6 +17,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memdir.search import STOPWORDS
+
 DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 
 _ID = re.compile(r"D\s*0*(\d+)\s*[:;]\s*0*(\d+)", re.IGNORECASE)
@@ -25,17 +27,7 @@ _RANGE = re.compile(r"D\s*0*(\d+)\s*[:;]\s*0*(\d+)\s*-\s*(?:D\s*0*(\d+)\s*[:;]\s
 MAX_RANGE = 30  # a longer "D1:2-D1:90" is more likely a typo than evidence
 _TOKEN = re.compile(r"\w+")
 # NLTK's English list, plus the contraction halves \w+ leaves behind ("i'm" -> "i", "m").
-STOP_EXTENDED = frozenset("""
-a about above after again against all am an and any are aren as at be because been before
-being below between both but by can couldn could d did didn do does doesn doing don down during
-each few for from further had hadn has hasn have haven having he her here hers herself him
-himself his how i if in into is isn it its itself just ll m ma me mightn more most mustn my
-myself needn no nor not now o of off on once only or other our ours ourselves out over own re s
-same shan she should shouldn so some such t than that the their theirs them themselves then
-there these they this those through to too under until up ve very was wasn we were weren what
-when where which while who whom why will with won would wouldn y you your yours yourself
-yourselves also get got im ive dont
-""".split())
+STOP_EXTENDED = STOPWORDS  # memdir's own list since it measured better (see docs)
 _LINE = re.compile(r'^<([^<>:]+)>\s*:\s*"?(.*?)"?\s*$', re.DOTALL)
 
 

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HALF_LIFE_DAYS",
+    "STOPWORDS",
     "fts_query",
     "glob_matches",
     "list_memories",
@@ -50,7 +51,7 @@ _TOKEN = re.compile(r"\w+", re.UNICODE)
 # NLTK's English stop words plus contraction fragments: measured on REALTALK and MADial-Bench
 # (bench/quality.py), dropping them from queries gains about a point of recall over a shorter
 # list. Queries are ORs of terms, so a stop word can only add noise.
-_STOPWORDS = frozenset("""
+STOPWORDS = frozenset("""
 a about above after again against all am an and any are aren as at be because been before
 being below between both but by can couldn could d did didn do does doesn doing don down during
 each few for from further had hadn has hasn have haven having he her here hers herself him
@@ -87,7 +88,7 @@ def fts_query(text: str) -> str | None:
         token = raw.strip("_")
         if token and token not in tokens:
             tokens.append(token)
-    content = [t for t in tokens if t not in _STOPWORDS]
+    content = [t for t in tokens if t not in STOPWORDS]
     chosen = (content or tokens)[:MAX_QUERY_TOKENS]
     if not chosen:
         return None
@@ -159,6 +160,18 @@ def glob_matches(globs: Iterable[str], files: Iterable[str]) -> bool:
     return False
 
 
+def _type_and_tag_filters(where: list[str], params: list[Any], types: Sequence[str],
+                          tags: Sequence[str] | None) -> None:
+    """Add the SQL conditions (and their parameters) for a type list and a tag list."""
+    if types:
+        where.append(f"m.type IN ({','.join('?' * len(types))})")
+        params.extend(types)
+    if tags:
+        where.append(f"EXISTS (SELECT 1 FROM json_each(m.tags) WHERE value IN "
+                     f"({','.join('?' * len(tags))}))")
+        params.extend(tags)
+
+
 def run_search(conn: sqlite3.Connection, query: str, dirs: Sequence[MemoryDir], *,
                types: Sequence[str], tags: Sequence[str] | None, include_archived: bool,
                paths: Sequence[str] | None, limit: int, at: datetime) -> list[Hit]:
@@ -171,13 +184,7 @@ def run_search(conn: sqlite3.Connection, query: str, dirs: Sequence[MemoryDir], 
     params: list[Any] = [fts, *[d.key for d in dirs]]
     if not include_archived:
         where.append("m.status = 'active'")
-    if types:
-        where.append(f"m.type IN ({','.join('?' * len(types))})")
-        params.extend(types)
-    if tags:
-        where.append(f"EXISTS (SELECT 1 FROM json_each(m.tags) WHERE value IN "
-                     f"({','.join('?' * len(tags))}))")
-        params.extend(tags)
+    _type_and_tag_filters(where, params, types, tags)
     pool = max(limit * 4, 40) if not paths else max(limit * 20, 200)
     rows = conn.execute(
         f"SELECT m.*, u.access_count, u.last_accessed, bm25(memories_fts, {weights}) AS rank "
@@ -213,14 +220,7 @@ def list_memories(index: Index, dirs: Sequence[MemoryDir], *, types: Sequence[st
                                      "use active, archived or all")
         where.append("m.status = ?")
         params.append(status)
-    wanted = list(types)
-    if wanted:
-        where.append(f"m.type IN ({','.join('?' * len(wanted))})")
-        params.extend(wanted)
-    if tags:
-        where.append(f"EXISTS (SELECT 1 FROM json_each(m.tags) WHERE value IN "
-                     f"({','.join('?' * len(tags))}))")
-        params.extend(tags)
+    _type_and_tag_filters(where, params, types, tags)
     orders = {"relevance": "m.relevance DESC, m.updated DESC",
               "recent": "m.created DESC, m.rowid DESC, m.updated DESC",
               "updated": "m.updated DESC", "name": "m.name"}
