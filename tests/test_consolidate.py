@@ -51,6 +51,15 @@ def test_plan_and_apply(home: Path, repo: Path) -> None:
         # Applied again, the plan is empty of what was done.
         again = md.consolidate(dry_run=True)
         assert not [op for op in again.operations if op.op in ("merge", "promote")]
+        # Undo puts every memory back as it was; the log records it and is never rewritten.
+        assert md.undo() is not None
+        assert md.get(gone).status == "active" and md.get(gone).superseded_by is None
+        assert md.get(weak.id).status == "active"
+        assert md.get(loved.id).relevance == 0.6
+        assert set(md.get(keep).tags) == {"deploy"} or set(md.get(keep).tags) == {"ops"}
+        assert [r["undone"] for r in md.history()] == [True]
+        assert md.undo() is None
+        assert len((home / "history.jsonl").read_text().splitlines()) == 2
 
 
 def test_relative_dates_left_in_old_files_are_fixed(md: Memdir) -> None:
@@ -112,5 +121,8 @@ def test_cli_consolidate_and_dream(cli: CLI, md: Memdir) -> None:
     assert plan.startswith("plan: 1 operations (apply with --yes)") and "merge" in plan
     applied = run("consolidate", "--yes", check=True).stdout
     assert applied.startswith("applied: 1 operations")
+    assert "1 operations" in run("history", check=True).stdout
+    assert run("undo", check=True).stdout.startswith("undid the plan applied at")
+    assert "(undone)" in run("history", check=True).stdout
     assert "no dream" in run("dream", check=True).stdout
     assert "dreamt" in run("dream", "--force", check=True).stdout

@@ -17,7 +17,8 @@ Invariants:
 - Nothing is deleted: every change is an update or an archive through the facade, so the
   write-time rules hold and every step can be reversed (``restore``, the history log).
 - Each applied plan is appended to ``$MEMDIR_HOME/history.jsonl`` with the state of every
-  memory it changed, before the change.
+  memory it changed, before the change; :func:`undo_last` puts that state back and appends
+  an undo record (the log itself is never rewritten).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from memdir.memdir import Memdir
 
 __all__ = ["ARCHIVE_STRENGTH", "MERGE_SIMILARITY", "PROMOTE_AFTER", "Operation", "Plan",
-           "apply_plan", "plan"]
+           "apply_plan", "history", "plan", "undo_last"]
 
 ARCHIVE_STRENGTH = 0.1
 MERGE_SIMILARITY = 0.6
@@ -167,3 +168,45 @@ def apply_plan(md: Memdir, planned: Plan, at: datetime) -> Plan:
         with open(md.home / "history.jsonl", "a", encoding="utf-8") as fh:
             fh.write(json.dumps(record, ensure_ascii=False) + "\n")
     return Plan(planned.operations, applied=True)
+
+
+def history(home_dir: Any) -> list[dict[str, Any]]:
+    """The applied plans, oldest first, each with ``undone`` set when it was reversed."""
+    from pathlib import Path
+
+    path = Path(home_dir) / "history.jsonl"
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return []
+    records: list[dict[str, Any]] = []
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue  # a torn last line of a killed writer: the rest is still history
+        if isinstance(record, dict):
+            if record.get("undo") is not None:
+                for earlier in records:
+                    if earlier.get("at") == record["undo"]:
+                        earlier["undone"] = True
+            else:
+                records.append({**record, "undone": False})
+    return records
+
+
+def undo_last(md: Memdir, at: datetime) -> dict[str, Any] | None:
+    """Put every memory the last applied (and not yet undone) plan changed back as it was;
+    None when there is nothing to undo."""
+    pending = [r for r in history(md.home) if not r["undone"]]
+    if not pending:
+        return None
+    record = pending[-1]
+    for before in record["before"]:
+        md._set(before["id"], status=before["status"], relevance=before["relevance"],
+                tags=tuple(before["tags"]), body=before["body"],
+                reinforced=before["reinforced"], superseded_by=before["superseded_by"],
+                meta=before["meta"])
+    with open(md.home / "history.jsonl", "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"at": format_time(at), "undo": record["at"]}) + "\n")
+    return record

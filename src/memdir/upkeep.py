@@ -6,7 +6,7 @@ facade's write path.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from memdir.consolidate import Plan
@@ -40,3 +40,16 @@ class Upkeep:
 
         md = self._upkeep_md()
         return dream(md) if force else maybe_dream(md)
+
+    def history(self) -> list[dict[str, Any]]:
+        """Applied consolidation plans, oldest first (``undone`` marks reversed ones)."""
+        from memdir.consolidate import history
+
+        return history(self._upkeep_md().home)
+
+    def undo(self) -> dict[str, Any] | None:
+        """Reverse the last applied consolidation plan; None when there is none."""
+        from memdir.consolidate import undo_last
+
+        md = self._upkeep_md()
+        return undo_last(md, md._clock())

@@ -268,6 +268,19 @@ def cmd_consolidate(md: Memdir, args: argparse.Namespace) -> None:
     _emit(args, result.to_dict(), "\n".join(lines))
 
 
+def cmd_history(md: Memdir, args: argparse.Namespace) -> None:
+    records = md.history()
+    lines = [f"{r['at']}  {len(r['plan']['operations'])} operations"
+             + ("  (undone)" if r["undone"] else "") for r in records]
+    _emit(args, records, "\n".join(lines) or "no consolidation applied yet")
+
+
+def cmd_undo(md: Memdir, args: argparse.Namespace) -> None:
+    record = md.undo()
+    _emit(args, {"undone": record["at"] if record else None},
+          f"undid the plan applied at {record['at']}" if record else "nothing to undo")
+
+
 def cmd_dream(md: Memdir, args: argparse.Namespace) -> None:
     result = md.dream(force=args.force)
     _emit(args, result.to_dict(), f"{'dreamt' if result.ran else 'no dream'}: {result.reason}"
@@ -284,6 +297,7 @@ HANDLERS: dict[str, Handler] = {
     "export": cmd_export, "import": cmd_import, "adopt": cmd_adopt, "episode": cmd_episode,
     "procedure": cmd_procedure, "index-session": cmd_index_session, "extract": cmd_extract,
     "onboard": cmd_onboard, "consolidate": cmd_consolidate, "dream": cmd_dream,
+    "history": cmd_history, "undo": cmd_undo,
 }
 
 

@@ -179,6 +179,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="only print the plan (default "
                    "unless --yes)")
     p.add_argument("--yes", action="store_true", help="apply the plan")
+    add("history", "consolidation plans applied so far")
+    add("undo", "reverse the last applied consolidation plan")
     p = add("dream", "consolidate in the background way: only when 24 h and 5 sessions have "
                      "passed since the last dream (--force: now)")
     p.add_argument("--force", action="store_true", help="ignore the time and session gates")
