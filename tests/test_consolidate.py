@@ -6,6 +6,8 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from conftest import CLI
 from memdir import Memdir
 
@@ -126,3 +128,37 @@ def test_cli_consolidate_and_dream(cli: CLI, md: Memdir) -> None:
     assert "(undone)" in run("history", check=True).stdout
     assert "no dream" in run("dream", check=True).stdout
     assert "dreamt" in run("dream", "--force", check=True).stdout
+
+
+def test_daily_logs_are_appended_and_gathered(md: Memdir) -> None:
+    import threading
+
+    first = md.log("Deployed 4.2 to production; the orders migration took 12 minutes")
+    md.log("We must never run migrations during business hours <private>pager 555</private>")
+    assert first.parent.parent.parent.name == "logs" and first.name.endswith(".md")
+    # Concurrent appenders never tear a line.
+    threads = [threading.Thread(target=lambda n=n: [md.log(f"writer {n} line {i}")
+                                                    for i in range(20)]) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    lines = first.read_text().splitlines()
+    assert len(lines) == 82 and all(line.startswith("- ") for line in lines)
+    assert "pager" not in first.read_text()
+    with pytest.raises(Exception, match="secret"):
+        md.log("token ghp_abcdefghijklmnopqrstuvwxyz0123456789")
+    original = first.read_text()
+    applied = md.consolidate(dry_run=False)
+    gathers = [op for op in applied.operations if op.op == "gather"]
+    assert len(gathers) == 1 and "82 new lines" in gathers[0].reason
+    assert first.read_text() == original  # the log is never edited
+    bodies = [m.body for m in md.list()]
+    assert any(b.startswith("Log of ") and "orders migration" in b for b in bodies)
+    assert any("never run migrations during business hours" in b.lower() for b in bodies)
+    assert not [op for op in md.consolidate().operations if op.op == "gather"]  # consumed
+    md.log("One more thing after the gathering")
+    again = [op for op in md.consolidate().operations if op.op == "gather"]
+    assert len(again) == 1 and "1 new lines" in again[0].reason
+    assert md.directory("project").path.joinpath(first.name).exists() is False
+    assert md.doctor() == [] or all(p.kind != "broken" for p in md.doctor())

@@ -11,6 +11,9 @@ Operations, in the order they are planned:
   promotion move one relevance step up.
 - ``dates``: relative dates ("next Thursday") left in memories written before that rule
   existed are made absolute, counted from the day the memory was created.
+- ``gather``: new lines of the daily logs (:mod:`memdir.logs`) become memories: one episode
+  per day's new lines, plus what rule extraction finds in them (preferences, corrections,
+  constraints); the lines are then marked consumed (the logs are never edited).
 
 Invariants:
 - Planning reads only; ``dry_run`` never writes.
@@ -44,7 +47,7 @@ ARCHIVE_STRENGTH = 0.1
 MERGE_SIMILARITY = 0.6
 PROMOTE_AFTER = 3
 _STEPS = sorted(set(RELEVANCE_WORDS.values()))
-OpKind = Literal["merge", "archive", "promote", "dates"]
+OpKind = Literal["merge", "archive", "promote", "dates", "gather"]
 
 
 @dataclass(frozen=True)
@@ -130,7 +133,30 @@ def plan(md: Memdir, at: datetime) -> Plan:
                 ops.append(Operation("dates", "relative dates made absolute (counted from "
                                               f"{m.created.date().isoformat()})", (m.id,),
                                      scope, {"body": fixed}))
+    ops.extend(_gathers(md))
     return Plan(tuple(ops))
+
+
+def _gathers(md: Memdir) -> list[Operation]:
+    from memdir.episodes import episode_type
+    from memdir.logs import unconsumed
+    from memdir.rules import extract_rules
+
+    ops: list[Operation] = []
+    for scope in ("user", "project"):
+        mdir = md.directory(scope)
+        for new in unconsumed(mdir.path):
+            texts = new.texts
+            day = new.file.rsplit("/", 1)[-1].removesuffix(".md")
+            found = [{"content": f"Log of {day}:\n" + "\n".join(f"- {t}" for t in texts)[:3000],
+                      "type": episode_type(mdir.taxonomy), "relevance": 0.5}]
+            for text in texts:
+                found += [{"content": c.content, "type": c.type, "relevance": c.relevance}
+                          for c in extract_rules(text, mdir.taxonomy)]
+            ops.append(Operation("gather", f"{len(texts)} new lines in logs/{new.file}", (),
+                                 scope, {"file": new.file, "end": new.end,
+                                         "memories": found}))
+    return ops
 
 
 def _snapshot(md: Memdir, ids: Sequence[str]) -> list[dict[str, Any]]:
@@ -146,6 +172,7 @@ def _snapshot(md: Memdir, ids: Sequence[str]) -> list[dict[str, Any]]:
 
 def apply_plan(md: Memdir, planned: Plan, at: datetime) -> Plan:
     before = _snapshot(md, sorted({i for op in planned.operations for i in op.memories}))
+    created: list[str] = []
     for op in planned.operations:
         if op.op == "merge":
             keep, *others = op.memories
@@ -157,13 +184,24 @@ def apply_plan(md: Memdir, planned: Plan, at: datetime) -> Plan:
                 md._set(other, status="archived", superseded_by=keep)
         elif op.op == "archive":
             md.archive(op.memories[0])
+        elif op.op == "gather":
+            from memdir.logs import mark_consumed
+
+            for item in op.changes["memories"]:
+                memory = md.store(item["content"], type=item["type"], scope=op.scope,
+                                  relevance=item["relevance"], source="consolidated",
+                                  meta={"log": op.changes["file"]})
+                if not memory.reinforced:
+                    created.append(memory.id)
+            mark_consumed(md.directory(op.scope).path, op.changes["file"], op.changes["end"])
         elif op.op == "promote":
             md.update(op.memories[0], relevance=op.changes["relevance"],
                       meta={"promoted_at": op.changes["promoted_at"]})
         else:
             md.update(op.memories[0], content=op.changes["body"])
     if planned.operations:
-        record = {"at": format_time(at), "plan": planned.to_dict(), "before": before}
+        record = {"at": format_time(at), "plan": planned.to_dict(), "before": before,
+                  "created": created}
         md.home.mkdir(parents=True, exist_ok=True)
         with open(md.home / "history.jsonl", "a", encoding="utf-8") as fh:
             fh.write(json.dumps(record, ensure_ascii=False) + "\n")
@@ -207,6 +245,8 @@ def undo_last(md: Memdir, at: datetime) -> dict[str, Any] | None:
                 tags=tuple(before["tags"]), body=before["body"],
                 reinforced=before["reinforced"], superseded_by=before["superseded_by"],
                 meta=before["meta"])
+    for ref in record.get("created", []):  # gathered from logs: archived, not deleted
+        md.archive(ref)
     with open(md.home / "history.jsonl", "a", encoding="utf-8") as fh:
         fh.write(json.dumps({"at": format_time(at), "undo": record["at"]}) + "\n")
     return record

@@ -6,7 +6,10 @@ facade's write path.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
+
+from memdir.model import Scope
 
 if TYPE_CHECKING:
     from memdir.consolidate import Plan
@@ -53,3 +56,11 @@ class Upkeep:
 
         md = self._upkeep_md()
         return undo_last(md, md._clock())
+
+    def log(self, text: str, *, scope: Scope = "project") -> Path:
+        """Append a timestamped bullet to today's log of a scope (KAIROS daily logs);
+        consolidation gathers logs into memories."""
+        from memdir.logs import append_log
+
+        md = self._upkeep_md()
+        return append_log(md.directory(scope).path, text, md._clock())

@@ -268,6 +268,11 @@ def cmd_consolidate(md: Memdir, args: argparse.Namespace) -> None:
     _emit(args, result.to_dict(), "\n".join(lines))
 
 
+def cmd_log(md: Memdir, args: argparse.Namespace) -> None:
+    path = md.log(_stdin_or(args.text), scope=args.scope)
+    _emit(args, {"log": str(path)}, f"logged to {path}")
+
+
 def cmd_history(md: Memdir, args: argparse.Namespace) -> None:
     records = md.history()
     lines = [f"{r['at']}  {len(r['plan']['operations'])} operations"
@@ -297,7 +302,7 @@ HANDLERS: dict[str, Handler] = {
     "export": cmd_export, "import": cmd_import, "adopt": cmd_adopt, "episode": cmd_episode,
     "procedure": cmd_procedure, "index-session": cmd_index_session, "extract": cmd_extract,
     "onboard": cmd_onboard, "consolidate": cmd_consolidate, "dream": cmd_dream,
-    "history": cmd_history, "undo": cmd_undo,
+    "history": cmd_history, "undo": cmd_undo, "log": cmd_log,
 }
 
 

@@ -179,6 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="only print the plan (default "
                    "unless --yes)")
     p.add_argument("--yes", action="store_true", help="apply the plan")
+    p = add("log", "append a timestamped line to today's log (consolidate gathers logs)")
+    p.add_argument("text", help="what happened ('-' reads stdin)")
+    p.add_argument("--scope", default="project", choices=("user", "project"))
     add("history", "consolidation plans applied so far")
     add("undo", "reverse the last applied consolidation plan")
     p = add("dream", "consolidate in the background way: only when 24 h and 5 sessions have "
