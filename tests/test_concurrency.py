@@ -126,11 +126,17 @@ def _memory_files(directory: Path) -> list[Path]:
 
 
 def _index_entries(directory: Path) -> list[str]:
-    """The file each '- [' entry line of MEMORY.md points at."""
+    """The file each '- [' entry line of MEMORY.md points at, following its overflow pages
+    (index/<type>.md) when there are more memories than MEMORY.md lists."""
     lines = (directory / "MEMORY.md").read_text(encoding="utf-8").splitlines()
-    entries = [ln for ln in lines if ln.startswith("- [")]
     files = []
-    for line in entries:
+    for line in (ln for ln in lines if ln.startswith("- [")):
+        more = re.match(r"- \[\d+ more [\w-]+ memories\]\((index/[\w-]+\.md)\)$", line)
+        if more:
+            page = (directory / more.group(1)).read_text(encoding="utf-8").splitlines()
+            files += [re.match(r"- \[[^\]]*\]\(\.\./([^)]+)\) \(", ln).group(1)  # type: ignore[union-attr]
+                      for ln in page if ln.startswith("- [")]
+            continue
         found = re.match(r"- \[[^\]]*\]\(([^)]+)\) \(", line)
         assert found, f"malformed MEMORY.md line: {line!r}"
         files.append(found.group(1))

@@ -103,14 +103,37 @@ def test_index_lines_are_short_and_well_formed(md: Memdir) -> None:
 
 
 def test_index_is_capped_at_200_lines_with_a_hint(md: Memdir) -> None:
-    md.store_many([{"content": f"fact {n} about subsystem {n}", "type": "fact"}
-                   for n in range(260)])
+    # A long MEMORY.md that memdir did not write (hand-made, or adopted) is cut on read.
+    folder = md.directory("project").path
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "MEMORY.md").write_text("\n".join(f"- note {n}" for n in range(260)) + "\n")
     text = md.memory_index()
     body, _, hint = text.partition("[... truncated")
     assert len(body.rstrip("\n").split("\n")) == 200
     assert "200-line cap" in hint and "consolidate" in hint
     kinds = [p.kind for p in md.doctor()]
     assert "index-too-long" in kinds and set(kinds) <= {"index-too-long", "index-too-large"}
+
+
+def test_memdir_keeps_its_index_under_the_cap(md: Memdir) -> None:
+    stored = md.store_many([{"content": f"fact {n} about subsystem {n}", "type": "fact"}
+                            for n in range(230)]
+                           + [{"content": f"decision {n} on design {n}", "type": "decision",
+                               "relevance": 0.2} for n in range(20)])
+    folder = md.directory("project").path
+    lines = (folder / "MEMORY.md").read_text().splitlines()
+    assert len(lines) < 200 and "[... truncated" not in md.memory_index()
+    assert "## More (100 memories not listed above)" in lines
+    assert "- [80 more fact memories](index/fact.md)" in lines
+    assert "- [20 more decision memories](index/decision.md)" in lines
+    overflow = (folder / "index" / "decision.md").read_text()
+    assert overflow.count("](../decision_") == 20
+    assert "index-too-long" not in [p.kind for p in md.doctor()]
+    assert md.reconcile() is False  # the overflow folder is not mistaken for memories
+    for memory in stored[100:]:
+        md.archive(memory.id)
+    assert not (folder / "index").exists() or not list((folder / "index").glob("*.md"))
+    assert "## More" not in (folder / "MEMORY.md").read_text()
 
 
 def test_index_is_capped_at_25000_bytes_with_a_hint(tmp_path: Path) -> None:

@@ -24,12 +24,15 @@ from pathlib import Path
 
 from memdir.errors import MemdirError, MemoryFileError, PathTraversalError
 from memdir.files import (
+    INDEX_HEAD,
+    INDEX_KEEP,
     FileState,
     atomic_write,
     new_id,
     scan_dir,
     slugify,
     write_index,
+    write_overflow,
 )
 from memdir.index import Index, memory_to_row
 from memdir.markdown import parse, render
@@ -206,14 +209,33 @@ def remove(index: Index, mdir: MemoryDir, memory: Memory) -> None:
 
 
 def regenerate_index(conn: sqlite3.Connection, mdir: MemoryDir) -> None:
-    # Each row carries its rendered line, so SQLite assembles the whole index in C.
-    lines = conn.execute(
-        "SELECT group_concat(index_line, char(10)) FROM (SELECT index_line FROM memories "
-        "WHERE dir = ? AND status = 'active' ORDER BY relevance DESC, updated DESC, file)",
-        (mdir.key,)).fetchone()[0] or ""
-    if not lines and not (mdir.path / "MEMORY.md").exists():
+    """MEMORY.md: one line per active memory, most relevant first. Over ``INDEX_KEEP``
+    memories it keeps the first ``INDEX_HEAD`` lines and one line per type pointing to
+    ``index/<type>.md``, which lists the rest, so MEMORY.md stays under its 200-line cap."""
+    count = conn.execute("SELECT COUNT(*) FROM memories WHERE dir = ? AND status = 'active'",
+                         (mdir.key,)).fetchone()[0]
+    if count <= INDEX_KEEP:
+        # Each row carries its rendered line, so SQLite assembles the whole index in C.
+        lines = conn.execute(
+            "SELECT group_concat(index_line, char(10)) FROM (SELECT index_line FROM memories "
+            "WHERE dir = ? AND status = 'active' ORDER BY relevance DESC, updated DESC, file)",
+            (mdir.key,)).fetchone()[0] or ""
+        write_overflow(mdir.path, {})
+        if lines or (mdir.path / "MEMORY.md").exists():
+            write_index(mdir.path, lines)
         return
-    write_index(mdir.path, lines)
+    rows = conn.execute(
+        "SELECT type, index_line FROM memories WHERE dir = ? AND status = 'active' "
+        "ORDER BY relevance DESC, updated DESC, file", (mdir.key,)).fetchall()
+    rest: dict[str, list[str]] = {}
+    for kind, line in rows[INDEX_HEAD:]:
+        rest.setdefault(kind, []).append(line)
+    more = [f"- [{len(lines)} more {kind} memories](index/{kind}.md)"
+            for kind, lines in sorted(rest.items())]
+    head = [line for _, line in rows[:INDEX_HEAD]]
+    write_index(mdir.path, "\n".join([*head, "", f"## More ({count - INDEX_HEAD} memories "
+                                                  "not listed above)", *more]))
+    write_overflow(mdir.path, rest)
 
 
 def _load(mdir: MemoryDir, state: FileState, real_base: str | None = None) -> Memory:
