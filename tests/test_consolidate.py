@@ -16,7 +16,7 @@ START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
 def test_plan_and_apply(home: Path, repo: Path) -> None:
     with Memdir(home=home, project=repo, clock=lambda: START) as md:
-        a = md.store("Deploys go through ArgoCD and never through kubectl apply",
+        a = md.store("Deploys go through ArgoCD, never through kubectl apply",
                      type="decision", tags=["deploy"], relevance=0.7)
         b = md.store("Deploys go through ArgoCD, never through kubectl apply by hand",
                      type="decision", tags=["ops"], relevance=0.9)
@@ -117,7 +117,7 @@ def test_dream_gates_and_lock(md: Memdir, tmp_path: Path) -> None:
 
 def test_cli_consolidate_and_dream(cli: CLI, md: Memdir) -> None:
     run = cli
-    md.store("Deploys go through ArgoCD and never through kubectl apply", type="decision")
+    md.store("Deploys go through ArgoCD, never through kubectl apply", type="decision")
     md.store("Deploys go through ArgoCD, never through kubectl apply by hand", type="decision")
     plan = run("consolidate", check=True).stdout
     assert plan.startswith("plan: 1 operations (apply with --yes)") and "merge" in plan
