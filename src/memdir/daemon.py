@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["IDLE_SECONDS", "ask", "serve", "socket_path", "start_daemon"]
 
 IDLE_SECONDS = 900.0
+IDLE_BATCH = 16  # vectors embedded per step while nobody asks (a few hundred ms at most)
 _MAX_REQUEST = 1 << 20
 
 
@@ -123,6 +124,20 @@ def _handle(request: Any, home: Path, stores: dict[str, Memdir]) -> dict[str, An
             "ids": [m.id for m in result.memories]}
 
 
+def _fill_some(md: Memdir) -> bool:
+    """Embed a few of a store's missing vectors; True if there may be more. Small steps: a
+    hook's request waits for at most one of them."""
+    from memdir.semantic import fill_vectors
+
+    embedder = md.embedder
+    if embedder is None:
+        return False
+    try:
+        return fill_vectors(md.index, md._dirs(), embedder, most=IDLE_BATCH) >= IDLE_BATCH
+    except Exception:  # a locked index now is a batch later
+        return False
+
+
 def _bind(path: Path) -> socket.socket | None:
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -160,14 +175,19 @@ def serve(home: Path, idle: float = IDLE_SECONDS) -> int:
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     load_embedder()  # warm the model before the first request
     stores: dict[str, Memdir] = {}
+    behind = True  # vectors may be missing: filled a batch at a time while nobody asks
     last = time.monotonic()
     try:
         while time.monotonic() - last < idle:
-            server.settimeout(max(0.05, idle - (time.monotonic() - last)))
+            wait = max(0.05, idle - (time.monotonic() - last))
+            server.settimeout(min(wait, 0.5) if behind else wait)
             try:
                 conn, _ = server.accept()
             except TimeoutError:
+                if behind:
+                    behind = any(_fill_some(md) for md in stores.values())
                 continue
+            behind = True
             last = time.monotonic()
             with conn:
                 try:

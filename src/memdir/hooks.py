@@ -50,6 +50,7 @@ EVENTS = ("session-start", "prompt", "stop", "pre-compact", "session-end")
 LIMITS = {"session-start": 5.0, "prompt": 4.0, "stop": 20.0, "pre-compact": 20.0,
           "session-end": 1.0, "background": 120.0}
 MAX_START_CHARS = 10_000
+DAEMON_WAIT = 0.5  # seconds a prompt hook waits for the daemon before recalling by itself
 START_BUDGET_TOKENS = 800  # DESIGN §5: the session-start default
 
 
@@ -126,7 +127,7 @@ def _prompt(data: Mapping[str, Any], fmt: str) -> str:
     home = _home()
     request = {"op": "recall", "project": _text(data, "cwd"), "prompt": prompt,
                "session_id": session}
-    answer = daemon.ask(home, request, timeout=LIMITS["prompt"] / 2)
+    answer = daemon.ask(home, request, timeout=DAEMON_WAIT)
     if answer is not None and answer.get("ok") and isinstance(answer.get("text"), str):
         text: str = answer["text"]  # semantic recall from the warm daemon
     else:

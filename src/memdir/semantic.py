@@ -54,8 +54,9 @@ def vector_text(name: str, description: str, body: str) -> str:
 
 
 def fill_vectors(index: Index, dirs: Sequence[MemoryDir], embedder: Embedder,
-                 progress: Progress | None = None) -> int:
-    """Embed every memory of ``dirs`` whose vector is missing or stale; returns how many."""
+                 progress: Progress | None = None, most: int | None = None) -> int:
+    """Embed the memories of ``dirs`` whose vector is missing or stale (at most ``most`` of
+    them, a batch at a time); returns how many."""
     from memdir.embed import to_blob
 
     if not dirs:
@@ -74,6 +75,8 @@ def fill_vectors(index: Index, dirs: Sequence[MemoryDir], embedder: Embedder,
         "LEFT JOIN embeddings e ON e.dir = m.dir AND e.file = m.file "
         f"WHERE m.dir IN ({marks}) AND (e.norm_hash IS NULL OR e.norm_hash != m.norm_hash "
         "OR e.model != ?)", [*keys, embedder.name]).fetchall()
+    complete = most is None or len(rows) <= most
+    rows = rows if most is None else rows[:most]
     done = 0
     for start in range(0, len(rows), BATCH):
         chunk = rows[start:start + BATCH]
@@ -92,7 +95,8 @@ def fill_vectors(index: Index, dirs: Sequence[MemoryDir], embedder: Embedder,
         conn.execute(
             f"DELETE FROM embeddings WHERE dir IN ({marks}) AND NOT EXISTS (SELECT 1 FROM "
             "memories m WHERE m.dir = embeddings.dir AND m.file = embeddings.file)", keys)
-    _filled[state[:3]] = state
+    if complete:
+        _filled[state[:3]] = state
     return done
 
 
@@ -145,7 +149,9 @@ def hybrid_search(index: Index, dirs: Sequence[MemoryDir], embedder: Embedder, q
 
     if not dirs or not query.strip():
         return []
-    fill_vectors(index, dirs, embedder)
+    # One batch at most: a search never waits for a whole store to be embedded (the rest is
+    # filled by later searches, the daemon's idle time, or reindex --embeddings).
+    fill_vectors(index, dirs, embedder, most=BATCH)
     lexical = run_search(index.conn, query, dirs, types=types, tags=tags,
                          include_archived=include_archived, paths=paths,
                          limit=max(POOL // 2, limit), at=at)
