@@ -36,6 +36,7 @@ def test_plan_and_apply(home: Path, repo: Path) -> None:
         assert ops["promote"].changes["relevance"] == 0.8
         assert not (home / "history.jsonl").exists()  # a dry run writes nothing
         before = sorted(p.name for p in md.directory("project").path.glob("*.md"))
+        texts = {p.name: p.read_bytes() for p in md.directory("project").path.glob("*_*.md")}
 
         applied = md.consolidate(dry_run=False)
         assert applied.applied
@@ -53,8 +54,10 @@ def test_plan_and_apply(home: Path, repo: Path) -> None:
         # Applied again, the plan is empty of what was done.
         again = md.consolidate(dry_run=True)
         assert not [op for op in again.operations if op.op in ("merge", "promote")]
-        # Undo puts every memory back as it was; the log records it and is never rewritten.
+        # Undo puts every file back byte for byte; the log records it and is never rewritten.
         assert md.undo() is not None
+        assert {p.name: p.read_bytes() for p in md.directory("project").path.glob("*_*.md")} \
+            == texts
         assert md.get(gone).status == "active" and md.get(gone).superseded_by is None
         assert md.get(weak.id).status == "active"
         assert md.get(loved.id).relevance == 0.6
@@ -162,3 +165,47 @@ def test_daily_logs_are_appended_and_gathered(md: Memdir) -> None:
     assert len(again) == 1 and "1 new lines" in again[0].reason
     assert md.directory("project").path.joinpath(first.name).exists() is False
     assert md.doctor() == [] or all(p.kind != "broken" for p in md.doctor())
+
+
+def test_decay_halves_in_90_days_and_reinforcement_resets_it(home: Path, repo: Path) -> None:
+    from memdir.search import strength
+
+    with Memdir(home=home, project=repo, clock=lambda: START) as md:
+        memory = md.store("Releases are cut from the release branch", type="fact",
+                          relevance=0.8)
+        tax = md.directory("project").taxonomy
+        fresh = strength(md.list()[0], tax, START)
+    later = START + timedelta(days=90)
+    with Memdir(home=home, project=repo, clock=lambda: later) as md:
+        aged = strength(md.list()[0], tax, later)
+        assert aged == pytest.approx(fresh / 2, rel=1e-6)
+        md.update(memory.id, reinforce=True)  # explicit reinforcement resets the decay
+        renewed = strength(md.list()[0], tax, later)
+        assert renewed > fresh  # undecayed again, and one reinforcement stronger
+        stats = md.stats().to_dict()
+        assert sum(stats["strength"].values()) == 1 and stats["last_dream"] is None
+    much_later = START + timedelta(days=900)
+    with Memdir(home=home, project=repo, clock=lambda: much_later) as md:
+        ops = md.consolidate().operations
+        assert [op.op for op in ops] == ["archive"]
+        assert md.stats().to_dict()["strength"]["< 0.1 (archived by consolidation)"] == 1
+
+
+def test_two_dreams_at_once_run_exactly_one(md: Memdir, home: Path, repo: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    md.store("Deploys go through ArgoCD, never through kubectl apply", type="decision")
+    env = {**os.environ, "MEMDIR_HOME": str(home)}
+    procs = [subprocess.Popen([sys.executable, "-m", "memdir", "dream", "--force", "--json"],
+                              cwd=repo, env=env, stdout=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    results = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
+    ran = [r["ran"] for r in results]
+    # Both may finish one after the other (each then dreams in turn), but never two at once:
+    # the loser of a race reports the lock instead of running.
+    assert ran.count(True) >= 1
+    if ran.count(True) == 1:
+        assert "lock" in next(r["reason"] for r in results if not r["ran"])
+    assert md.stats().to_dict()["last_dream"] is not None

@@ -215,7 +215,8 @@ def test_update_and_forget(server: MCPServer[Any]) -> None:
 
 def test_consolidate_returns_the_plan(server: MCPServer[Any], md: Memdir) -> None:
     a = md.store("Use ruff for linting the Python code in this repository", type="preference")
-    b = md.store("Use ruff for linting the Python code in this repository, always", type="preference")
+    b = md.store("Use ruff for linting the Python code in this repository, always",
+                 type="preference")
 
     async def scenario(client: Client) -> None:
         plan = ok(await client.call_tool("memory_consolidate"))

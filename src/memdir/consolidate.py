@@ -97,16 +97,54 @@ def near_duplicate(a: str, b: str) -> bool:
     return wa <= wb or wb <= wa
 
 
+def _words(text: str) -> frozenset[str]:
+    return frozenset(w for w in _WORD.findall(text.lower()) if len(w) > 2)
+
+
+def _candidates(memories: Sequence[Memory]) -> dict[str, set[str]]:
+    """For each memory, the others of its type that could be near-duplicates of it.
+
+    The merge rule needs one text's words all inside the other's, so a partner either holds
+    this memory's rarest word or has its own rarest word among this memory's words: two
+    lookups in an inverted index instead of comparing every pair (10k memories: 10^8 pairs).
+    """
+    words = {m.id: _words(m.body) for m in memories}
+    postings: dict[tuple[str, str], set[str]] = {}
+    for m in memories:
+        for w in words[m.id]:
+            postings.setdefault((m.type, w), set()).add(m.id)
+    rarest: dict[str, str] = {}
+    by_rarest: dict[tuple[str, str], set[str]] = {}
+    for m in memories:
+        if words[m.id]:
+            word = min(words[m.id], key=lambda w: (len(postings[(m.type, w)]), w))
+            rarest[m.id] = word
+            by_rarest.setdefault((m.type, word), set()).add(m.id)
+    out: dict[str, set[str]] = {}
+    for m in memories:
+        if m.id not in rarest:
+            continue
+        found = set(postings[(m.type, rarest[m.id])])
+        for w in words[m.id]:
+            found |= by_rarest.get((m.type, w), set())
+        found.discard(m.id)
+        out[m.id] = found
+    return out
+
+
 def _merges(memories: Sequence[Memory], power: dict[str, float]) -> list[Operation]:
     ops: list[Operation] = []
     taken: set[str] = set()
     ordered = sorted(memories, key=lambda m: (-power[m.id], m.created))
+    by_id = {m.id: m for m in memories}
+    candidates = _candidates(memories)
     for keep in ordered:
         if keep.id in taken:
             continue
-        group = [other for other in ordered if other.id != keep.id and other.id not in taken
-                 and other.type == keep.type
-                 and near_duplicate(keep.body, other.body)]
+        near = [by_id[i] for i in candidates.get(keep.id, ())]
+        group = sorted((other for other in near if other.id not in taken
+                        and near_duplicate(keep.body, other.body)),
+                       key=lambda m: (-power[m.id], m.created))
         if not group:
             continue
         taken.update([keep.id, *(m.id for m in group)])
@@ -184,13 +222,13 @@ def _gathers(md: Memdir) -> list[Operation]:
 
 
 def _snapshot(md: Memdir, ids: Sequence[str]) -> list[dict[str, Any]]:
+    """Each memory's file as it is now, word for word: what undo writes back."""
     out = []
     for ref in ids:
         memory = md._find(ref)
+        assert memory.path is not None
         out.append({"id": memory.id, "file": str(memory.path), "status": memory.status,
-                    "relevance": memory.relevance, "tags": list(memory.tags),
-                    "body": memory.body, "reinforced": memory.reinforced,
-                    "superseded_by": memory.superseded_by, "meta": dict(memory.meta)})
+                    "text": memory.path.read_text(encoding="utf-8")})
     return out
 
 
@@ -264,13 +302,15 @@ def undo_last(md: Memdir, at: datetime) -> dict[str, Any] | None:
     if not pending:
         return None
     record = pending[-1]
-    for before in record["before"]:
-        md._set(before["id"], status=before["status"], relevance=before["relevance"],
-                tags=tuple(before["tags"]), body=before["body"],
-                reinforced=before["reinforced"], superseded_by=before["superseded_by"],
-                meta=before["meta"])
+    from pathlib import Path
+
+    from memdir.files import atomic_write
+
     for ref in record.get("created", []):  # gathered from logs: archived, not deleted
         md.archive(ref)
+    for before in record["before"]:  # the exact bytes each file had before the plan
+        atomic_write(Path(before["file"]), before["text"])
+    md.reconcile()
     with open(md.home / "history.jsonl", "a", encoding="utf-8") as fh:
         fh.write(json.dumps({"at": format_time(at), "undo": record["at"]}) + "\n")
     return record

@@ -238,6 +238,8 @@ class Stats:
     # provider, model, daily_budget and today's calls, failures and tokens (issue: LLM calls
     # are counted and capped per day)
     llm: Mapping[str, Any] = field(default_factory=dict)
+    strength: Mapping[str, int] = field(default_factory=dict)  # active memories per band
+    last_dream: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -251,4 +253,6 @@ class Stats:
             "index_path": self.index_path,
             "taxonomy": dict(self.taxonomy),
             "llm": dict(self.llm),
+            "strength": dict(self.strength),
+            "last_dream": self.last_dream,
         }

@@ -46,7 +46,48 @@ def stats(md: Memdir, dirs: Sequence[MemoryDir]) -> Stats:
         index_path=str(md.index.path),
         taxonomy={d.scope: d.taxonomy.preset for d in dirs},
         llm=_llm_usage(md),
+        strength=_strength_histogram(md, dirs),
+        last_dream=_last_dream(md),
     )
+
+
+STRENGTH_BINS = ((0.1, "< 0.1 (archived by consolidation)"), (0.25, "0.1-0.25"),
+                 (0.5, "0.25-0.5"), (0.75, "0.5-0.75"), (float("inf"), ">= 0.75"))
+
+
+def _strength_histogram(md: Memdir, dirs: Sequence[MemoryDir]) -> dict[str, int]:
+    """Active memories per strength band, strength as search and context compute it."""
+    from memdir.search import strength_of, type_factors
+
+    at = md._clock()
+    julian = at.timestamp() / 86400.0 + 2440587.5
+    keys = [d.key for d in dirs]
+    taxonomies = {d.key: d.taxonomy for d in dirs}
+    out = {label: 0 for _, label in STRENGTH_BINS}
+    if not keys:
+        return out
+    rows = md.index.conn.execute(
+        "SELECT m.dir, m.type, m.relevance, m.reinforced + COALESCE(u.access_count, 0), "
+        "? - MAX(julianday(m.updated), COALESCE(julianday(u.last_accessed), 0)) "
+        "FROM memories m LEFT JOIN usage u ON u.dir = m.dir AND u.id = m.id "
+        f"WHERE m.status = 'active' AND m.dir IN ({','.join('?' * len(keys))})",
+        [julian, *keys])
+    for key, kind, relevance, uses, days in rows:
+        weight, half_life = type_factors(taxonomies.get(key), kind)
+        value = strength_of(weight, half_life, relevance, days or 0.0, uses)
+        label = next(label for bound, label in STRENGTH_BINS if value < bound)
+        out[label] += 1
+    return out
+
+
+def _last_dream(md: Memdir) -> str | None:
+    from datetime import UTC, datetime
+
+    from memdir.dream import last_dream
+    from memdir.model import format_time
+
+    when = last_dream(md.home)
+    return format_time(datetime.fromtimestamp(when, UTC)) if when else None
 
 
 def _llm_usage(md: Memdir) -> dict[str, object]:

@@ -122,6 +122,9 @@ def stats_text(stats: Stats) -> str:
     for scope, path in stats.directories.items():
         lines.append(f"{scope} directory: {path} (taxonomy {stats.taxonomy.get(scope)})")
     lines.append(f"index: {stats.index_path}")
+    if stats.strength:
+        lines.append("strength: " + ", ".join(f"{band} {n}" for band, n in stats.strength.items()))
+    lines.append(f"last dream: {stats.last_dream or 'never'}")
     llm = stats.llm
     if llm:
         budget = llm.get("daily_budget")
