@@ -233,6 +233,13 @@ def _snapshot(md: Memdir, ids: Sequence[str]) -> list[dict[str, Any]]:
 
 
 def apply_plan(md: Memdir, planned: Plan, at: datetime) -> Plan:
+    from memdir.store import index_deferred
+
+    with index_deferred(md.index, md._dirs()):
+        return _apply(md, planned, at)
+
+
+def _apply(md: Memdir, planned: Plan, at: datetime) -> Plan:
     before = _snapshot(md, sorted({i for op in planned.operations for i in op.memories}))
     created: list[str] = []
     for op in planned.operations:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +40,8 @@ from memdir.model import Memory, Scope
 from memdir.paths import safe_join
 from memdir.taxonomy import Taxonomy
 
-__all__ = ["MemoryDir", "modify", "norm_hash", "reconcile", "reindex", "remove", "write_new"]
+__all__ = ["MemoryDir", "index_deferred", "modify", "norm_hash", "reconcile", "reindex",
+           "remove", "write_new"]
 
 Progress = Callable[[int, int], None]
 
@@ -208,10 +209,31 @@ def remove(index: Index, mdir: MemoryDir, memory: Memory) -> None:
         regenerate_index(conn, mdir)
 
 
+_deferred: set[str] = set()  # directories whose MEMORY.md waits for the end of a batch
+
+
+@contextlib.contextmanager
+def index_deferred(index: Index, dirs: Sequence[MemoryDir]) -> Iterator[None]:
+    """Many changes, one MEMORY.md regeneration per directory at the end (consolidation
+    applies hundreds of changes; rewriting a 10k-line index after each costs minutes)."""
+    keys = {d.key for d in dirs} - _deferred
+    _deferred.update(keys)
+    try:
+        yield
+    finally:
+        _deferred.difference_update(keys)
+        with index.write() as conn:
+            for mdir in dirs:
+                if mdir.key in keys:
+                    regenerate_index(conn, mdir)
+
+
 def regenerate_index(conn: sqlite3.Connection, mdir: MemoryDir) -> None:
     """MEMORY.md: one line per active memory, most relevant first. Over ``INDEX_KEEP``
     memories it keeps the first ``INDEX_HEAD`` lines and one line per type pointing to
     ``index/<type>.md``, which lists the rest, so MEMORY.md stays under its 200-line cap."""
+    if mdir.key in _deferred:
+        return
     count = conn.execute("SELECT COUNT(*) FROM memories WHERE dir = ? AND status = 'active'",
                          (mdir.key,)).fetchone()[0]
     if count <= INDEX_KEEP:
