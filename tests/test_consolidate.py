@@ -209,3 +209,43 @@ def test_two_dreams_at_once_run_exactly_one(md: Memdir, home: Path, repo: Path) 
     if ran.count(True) == 1:
         assert "lock" in next(r["reason"] for r in results if not r["ran"])
     assert md.stats().to_dict()["last_dream"] is not None
+
+
+def test_the_lock_with_real_processes(md: Memdir, home: Path, repo: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from memdir.dream import LOCK_FILE
+
+    md.store("Deploys go through ArgoCD, never through kubectl apply", type="decision")
+    env = {**os.environ, "MEMDIR_HOME": str(home)}
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; "
+         "from memdir.dream import _acquire; "
+         "print(_acquire(Path(sys.argv[1]), time.time()), flush=True); time.sleep(60)",
+         str(home)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "True"
+        assert (home / LOCK_FILE).read_text() == str(holder.pid)
+
+        def dream() -> dict[str, object]:
+            out = subprocess.run([sys.executable, "-m", "memdir", "dream", "--force", "--json"],
+                                 cwd=repo, env=env, capture_output=True, text=True, timeout=120)
+            return dict(json.loads(out.stdout))
+
+        held = dream()  # a fresh lock of a live process is respected
+        assert held["ran"] is False and "lock" in str(held["reason"])
+        holder.send_signal(signal.SIGKILL)  # the holder dies without releasing it
+        holder.wait(10)
+        time.sleep(0.1)
+        taken = dream()  # a dead holder's lock is taken over
+        assert taken["ran"] is True
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait(10)
+        if holder.stdout is not None:
+            holder.stdout.close()
