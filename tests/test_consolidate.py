@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import CLI
+from llm_support import ScriptedServer
 from memdir import Memdir
 
 START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
@@ -249,3 +250,33 @@ def test_the_lock_with_real_processes(md: Memdir, home: Path, repo: Path) -> Non
             holder.wait(10)
         if holder.stdout is not None:
             holder.stdout.close()
+
+
+def test_with_an_llm_wording_is_merged_and_contradictions_superseded(
+        home: Path, repo: Path, monkeypatch: pytest.MonkeyPatch,
+        scripted_llm: ScriptedServer) -> None:
+    monkeypatch.setenv("MEMDIR_LLM", "openai:m")
+    monkeypatch.setenv("OPENAI_BASE_URL", scripted_llm.url + "/v1")
+    with Memdir(home=home, project=repo, clock=lambda: START) as md:
+        md.store("Deploys go through ArgoCD, never through kubectl apply", type="decision")
+        md.store("Deploys go through ArgoCD, never through kubectl apply by hand",
+                 type="decision")
+        old = md.store("The staging database runs Postgres 15", type="fact")
+    with Memdir(home=home, project=repo, clock=lambda: START + timedelta(days=1)) as md:
+        new = md.store("The staging database runs Postgres 16", type="fact")
+        scripted_llm.reply_openai(json.dumps(
+            {"content": "Deploys go through ArgoCD; never kubectl apply, not even by hand"}))
+        scripted_llm.reply_openai(json.dumps({"contradictions": [1]}))
+        applied = md.consolidate(dry_run=False)
+        kinds = {op.op: op for op in applied.operations}
+        assert "wording merged by the LLM" in kinds["merge"].reason
+        assert kinds["supersede"].memories == (old.id, new.id)
+        keep = kinds["merge"].memories[0]
+        assert md.get(keep).body == "Deploys go through ArgoCD; never kubectl apply, not " \
+                                    "even by hand"
+        assert md.get(old.id).status == "archived" and md.get(old.id).superseded_by == new.id
+        assert md.get(new.id).status == "active"
+        assert len(scripted_llm.requests) == 2
+        # An unusable answer changes nothing: the rules' plan stands.
+        scripted_llm.reply_openai("no idea")
+        assert not [op for op in md.consolidate().operations if op.op == "supersede"]

@@ -11,6 +11,10 @@ Operations, in the order they are planned:
   promotion move one relevance step up.
 - ``dates``: relative dates ("next Thursday") left in memories written before that rule
   existed are made absolute, counted from the day the memory was created.
+- with an LLM configured (``llm`` given and available): each merge's wording is written by
+  the model (keeping every fact), and pairs of related memories it judges contradictory
+  become ``supersede``: the older is archived with ``superseded_by`` the newer. Without
+  one, or when its answer is unusable, rules only.
 - ``gather``: new lines of the daily logs (:mod:`memdir.logs`) become memories: one episode
   per day's new lines, plus what rule extraction finds in them (preferences, corrections,
   constraints); the lines are then marked consumed (the logs are never edited).
@@ -39,6 +43,7 @@ from memdir.model import RELEVANCE_WORDS, Memory, Scope, format_time
 from memdir.search import strength
 
 if TYPE_CHECKING:
+    from memdir.llm import LLM
     from memdir.memdir import Memdir
 
 __all__ = ["ARCHIVE_STRENGTH", "MERGE_SIMILARITY", "PROMOTE_AFTER", "Operation", "Plan",
@@ -56,7 +61,7 @@ _NEGATION = re.compile(r"\b(?:not|no|never|don't|dont|doesn't|isn't|without|disa
 _WORD = re.compile(r"\w+")
 PROMOTE_AFTER = 3
 _STEPS = sorted(set(RELEVANCE_WORDS.values()))
-OpKind = Literal["merge", "archive", "promote", "dates", "gather"]
+OpKind = Literal["merge", "archive", "promote", "dates", "gather", "supersede"]
 
 
 @dataclass(frozen=True)
@@ -163,7 +168,8 @@ def _next_step(relevance: float) -> float | None:
     return next((step for step in _STEPS if step > relevance + 1e-9), None)
 
 
-def plan(md: Memdir, at: datetime) -> Plan:
+def plan(md: Memdir, at: datetime, llm: LLM | None = None) -> Plan:
+    """The consolidation plan; with an LLM, merged wording and contradictions too."""
     ops: list[Operation] = []
     for scope in ("user", "project", "team"):
         if scope == "team" and not md.directory("project").path.exists():
@@ -196,7 +202,62 @@ def plan(md: Memdir, at: datetime) -> Plan:
                                               f"{m.created.date().isoformat()})", (m.id,),
                                      scope, {"body": fixed}))
     ops.extend(_gathers(md))
+    if llm is not None and llm.available:
+        ops = _with_llm(md, ops, llm)
     return Plan(tuple(ops))
+
+
+_MERGE_PROMPT = ("These memories of an AI coding assistant say the same thing. Write them as "
+                 "one memory that keeps every fact, in at most 300 characters. Reply with "
+                 'JSON: {"content": "..."}.')
+_CONFLICT_PROMPT = ("Each numbered pair holds two memories of an AI coding assistant. Which "
+                    "pairs contradict each other (both cannot be true now)? Reply with JSON: "
+                    '{"contradictions": [pair numbers]}; an empty list when none do.')
+MAX_PAIRS = 20  # pairs checked for contradictions per plan: a bounded number of tokens
+
+
+def _with_llm(md: Memdir, ops: list[Operation], llm: LLM) -> list[Operation]:
+    """Merged wording for each merge, and newer-supersedes-older for contradictions. Any
+    unusable answer leaves the rule-based plan as it is."""
+    out = []
+    for op in ops:
+        if op.op == "merge":
+            bodies = [md._find(i).body for i in op.memories]
+            answer = llm.ask(_MERGE_PROMPT, "\n\n".join(f"- {b}" for b in bodies),
+                             {"type": "object", "properties": {"content": {"type": "string"}},
+                              "required": ["content"]}, purpose="consolidate")
+            text = answer.get("content") if isinstance(answer, dict) else None
+            if isinstance(text, str) and 0 < len(text.strip()) <= 500:
+                op = Operation(op.op, op.reason + "; wording merged by the LLM", op.memories,
+                               op.scope, {**op.changes, "body": text.strip()})
+        out.append(op)
+    busy = {i for op in out for i in op.memories}
+    pairs: list[tuple[Memory, Memory]] = []
+    for scope in ("user", "project"):
+        for memory in md.list(scopes=[scope], order="updated", limit=100):
+            for hit in md.search(memory.body, scopes=[scope], types=[memory.type], limit=3,
+                                 touch=False, mode="fts"):
+                other = hit.memory
+                if other.id != memory.id and not {other.id, memory.id} & busy and \
+                        (other, memory) not in pairs and len(pairs) < MAX_PAIRS:
+                    pairs.append((memory, other))
+    if not pairs:
+        return out
+    listing = "\n".join(f"{n}. A: {a.body}\n   B: {b.body}" for n, (a, b) in enumerate(pairs, 1))
+    answer = llm.ask(_CONFLICT_PROMPT, listing, {
+        "type": "object", "properties": {"contradictions": {"type": "array",
+                                                            "items": {"type": "integer"}}},
+        "required": ["contradictions"]}, purpose="consolidate")
+    chosen = answer.get("contradictions") if isinstance(answer, dict) else None
+    for n in sorted({n for n in chosen or [] if isinstance(n, int) and 1 <= n <= len(pairs)}):
+        a, b = pairs[n - 1]
+        old, new = (a, b) if a.updated < b.updated else (b, a)
+        if {old.id, new.id} & busy:
+            continue
+        busy.update([old.id, new.id])
+        out.append(Operation("supersede", f"contradicted by the newer {new.id} (LLM)",
+                             (old.id, new.id), old.scope))
+    return out
 
 
 def _gathers(md: Memdir) -> list[Operation]:
@@ -245,8 +306,8 @@ def _apply(md: Memdir, planned: Plan, at: datetime) -> Plan:
     for op in planned.operations:
         if op.op == "merge":
             keep, *others = op.memories
-            md.update(keep, tags=op.changes["tags"], relevance=op.changes["relevance"],
-                      meta={"merged_from": list(others)})
+            md.update(keep, content=op.changes.get("body"), tags=op.changes["tags"],
+                      relevance=op.changes["relevance"], meta={"merged_from": list(others)})
             md._set(keep, reinforced=op.changes["reinforced"],
                     created=op.changes["created"])
             for other in others:
@@ -263,6 +324,8 @@ def _apply(md: Memdir, planned: Plan, at: datetime) -> Plan:
                 if not memory.reinforced:
                     created.append(memory.id)
             mark_consumed(md.directory(op.scope).path, op.changes["file"], op.changes["end"])
+        elif op.op == "supersede":
+            md._set(op.memories[0], status="archived", superseded_by=op.memories[1])
         elif op.op == "promote":
             md.update(op.memories[0], relevance=op.changes["relevance"],
                       meta={"promoted_at": op.changes["promoted_at"]})

@@ -25,15 +25,16 @@ class Upkeep:
     def _upkeep_md(self) -> Memdir:
         return cast("Memdir", self)
 
-    def consolidate(self, *, dry_run: bool = True) -> Plan:
+    def consolidate(self, *, dry_run: bool = True, use_llm: bool = True) -> Plan:
         """Plan (and unless ``dry_run``, apply) merges of near-duplicates, archives of weak
-        memories, promotions of recurring ones and absolute dates. Nothing is deleted."""
+        memories, promotions of recurring ones and absolute dates; with an LLM configured,
+        merged wording and contradictions too. Nothing is deleted."""
         from memdir.consolidate import apply_plan, plan
 
         md = self._upkeep_md()
         md.reconcile()
         at = md._clock()
-        planned = plan(md, at)
+        planned = plan(md, at, md.llm if use_llm else None)
         return planned if dry_run else apply_plan(md, planned, at)
 
     def dream(self, *, force: bool = False) -> DreamResult:
