@@ -11,8 +11,8 @@ time of the last dream. A lock whose PID is dead, or that is older than ``STALE_
 (one hour, against PID reuse), is taken over.
 
 Invariants:
-- At most one dream runs per home: the lock is taken with ``O_CREAT | O_EXCL`` (or by
-  replacing a stale one and re-reading it), never by a check-then-write race.
+- At most one dream runs per home: checking the lock and writing it happen under an
+  advisory lock (``flock``) on a guard file, so no two processes can both find it free.
 - A failed dream leaves the previous "last run" time in place, so it is tried again.
 """
 
@@ -109,21 +109,22 @@ def gates(md: Memdir, now: float | None = None) -> tuple[bool, str]:
 
 
 def _acquire(home: Path, now: float) -> bool:
+    """Take the lock unless a live process took it less than an hour ago. Acquisitions are
+    serialised by an advisory lock on a guard file, so the check and the write are one step
+    for every process (no two can both find the lock free)."""
+    import fcntl
+
     path = _lock(home)
     home.mkdir(parents=True, exist_ok=True)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    except FileExistsError:
-        holder = _holder(path)
-        stale = now - last_dream(home) >= STALE_SECONDS
-        if holder and _alive(holder) and not stale and holder != os.getpid():
+    with open(home / f"{LOCK_FILE}.guard", "a") as guard:
+        fcntl.flock(guard, fcntl.LOCK_EX)  # released when the file closes
+        holder = _holder(path) if path.exists() else 0
+        fresh = now - last_dream(home) < STALE_SECONDS
+        if holder and holder != os.getpid() and _alive(holder) and fresh:
             return False
         tmp = path.with_name(f"{LOCK_FILE}.{os.getpid()}")
         tmp.write_text(str(os.getpid()))
-        os.replace(tmp, path)  # take over the dead or stale lock
-        return _holder(path) == os.getpid()
-    with os.fdopen(fd, "w") as fh:
-        fh.write(str(os.getpid()))
+        os.replace(tmp, path)  # ours now: free, released, dead or stale before
     return True
 
 
