@@ -288,3 +288,25 @@ def test_with_an_llm_wording_is_merged_and_contradictions_superseded(
         # An unusable answer changes nothing: the rules' plan stands.
         scripted_llm.reply_openai("no idea")
         assert not [op for op in md.consolidate().operations if op.op == "supersede"]
+
+
+def test_a_failed_dream_releases_the_lock_and_keeps_the_last_run(md: Memdir) -> None:
+    import os
+    import shutil
+
+    from memdir.dream import LOCK_FILE, last_dream
+
+    md.store("Deploys go through ArgoCD", type="decision")
+    assert md.dream(force=True).ran
+    earlier = last_dream(md.home) - 3600
+    os.utime(md.home / LOCK_FILE, (earlier, earlier))
+    index = md.directory("project").path / "MEMORY.md"
+    index.unlink()
+    index.mkdir()  # MEMORY.md cannot be written: the dream fails part-way
+    try:
+        with pytest.raises(OSError):
+            md.dream(force=True)
+        assert (md.home / LOCK_FILE).read_text() == "0"  # released
+        assert last_dream(md.home) == pytest.approx(earlier)  # not counted as a run
+    finally:
+        shutil.rmtree(index)

@@ -139,8 +139,11 @@ def dream(md: Memdir) -> DreamResult:
         applied = md.consolidate(dry_run=False)  # consolidate
         md.reconcile()  # prune: MEMORY.md regenerated with what is active now
     except BaseException:
-        with contextlib.suppress(OSError):  # failed: the previous last-run time stays
-            os.utime(_lock(md.home), (previous, previous)) if previous else \
+        with contextlib.suppress(OSError):  # failed: released, the previous last-run time
+            if previous:
+                _lock(md.home).write_text("0")
+                os.utime(_lock(md.home), (previous, previous))
+            else:
                 _lock(md.home).unlink()
         raise
     with contextlib.suppress(OSError):
