@@ -38,7 +38,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from memdir.dates import absolutize_dates
-from memdir.extract import similarity
+from memdir.extract import content_words, similarity
 from memdir.model import RELEVANCE_WORDS, Memory, Scope, format_time
 from memdir.search import strength
 
@@ -58,7 +58,6 @@ ARCHIVE_STRENGTH = 0.1
 MERGE_SIMILARITY = 0.5
 _NUMBER = re.compile(r"\d+(?:[.:,]\d+)*")
 _NEGATION = re.compile(r"\b(?:not|no|never|don't|dont|doesn't|isn't|without|disable\w*)\b")
-_WORD = re.compile(r"\w+")
 PROMOTE_AFTER = 3
 _STEPS = sorted(set(RELEVANCE_WORDS.values()))
 OpKind = Literal["merge", "archive", "promote", "dates", "gather", "supersede"]
@@ -97,13 +96,8 @@ def near_duplicate(a: str, b: str) -> bool:
     na, nb = set(_NUMBER.findall(a)), set(_NUMBER.findall(b))
     if not (na <= nb or nb <= na) or set(_NEGATION.findall(a)) != set(_NEGATION.findall(b)):
         return False
-    wa = {w for w in _WORD.findall(a) if len(w) > 2}
-    wb = {w for w in _WORD.findall(b) if len(w) > 2}
+    wa, wb = content_words(a), content_words(b)
     return wa <= wb or wb <= wa
-
-
-def _words(text: str) -> frozenset[str]:
-    return frozenset(w for w in _WORD.findall(text.lower()) if len(w) > 2)
 
 
 def _candidates(memories: Sequence[Memory]) -> dict[str, set[str]]:
@@ -113,7 +107,7 @@ def _candidates(memories: Sequence[Memory]) -> dict[str, set[str]]:
     this memory's rarest word or has its own rarest word among this memory's words: two
     lookups in an inverted index instead of comparing every pair (10k memories: 10^8 pairs).
     """
-    words = {m.id: _words(m.body) for m in memories}
+    words = {m.id: content_words(m.body) for m in memories}
     postings: dict[tuple[str, str], set[str]] = {}
     for m in memories:
         for w in words[m.id]:

@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from memdir.llm import LLM
     from memdir.memdir import Memdir
 
-__all__ = ["MAX_CONTENT", "MAX_ITEMS", "ExtractReport", "Extracted", "extract",
-           "near_duplicates", "similarity"]
+__all__ = ["MAX_CONTENT", "MAX_ITEMS", "ExtractReport", "Extracted", "content_words",
+           "extract", "near_duplicates", "similarity"]
 
 MAX_CONTENT = 100
 MAX_ITEMS = 10
@@ -234,13 +234,14 @@ def _by_rules(messages: Sequence[Message], taxonomy: Taxonomy) -> list[Raw]:
 
 # -- similarity (near-duplicates) ------------------------------------------------------------
 
-def _tokens(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if len(w) > 2}
+def content_words(text: str) -> frozenset[str]:
+    """The words (longer than 2 letters, lower-cased) that similarity compares."""
+    return frozenset(w for w in _WORD.findall(text.lower()) if len(w) > 2)
 
 
 def similarity(a: str, b: str) -> float:
     """Jaccard overlap of the words (longer than 2 letters) of two texts, 0..1."""
-    left, right = _tokens(a), _tokens(b)
+    left, right = content_words(a), content_words(b)
     return len(left & right) / len(left | right) if left and right else 0.0
 
 
