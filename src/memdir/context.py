@@ -56,7 +56,7 @@ from memdir.taxonomy import Taxonomy, TypeSpec
 if TYPE_CHECKING:
     from memdir.store import MemoryDir
 
-__all__ = ["B_THRESHOLD", "PATH_BOOST", "Context", "build_context"]
+__all__ = ["B_THRESHOLD", "PATH_BOOST", "Context", "active_strengths", "build_context"]
 
 HIGH = RELEVANCE_WORDS["high"]
 B_THRESHOLD = 0.1  # the strength below which consolidation archives a memory (seed 002)
@@ -138,6 +138,18 @@ def _strength_sql(dirs: Sequence[MemoryDir], at: datetime) -> tuple[str, list[An
             f"{TEMPORARY_HALF_LIFE_DAYS} ELSE {HALF_LIFE_DAYS} END)) * "
             f"(1 + 0.25 * ln(1 + max(0, m.reinforced + COALESCE(u.access_count, 0))))")
     return expr, [*params, _julian(at), *tparams]
+
+
+def active_strengths(conn: sqlite3.Connection, dirs: Sequence[MemoryDir],
+                     at: datetime) -> list[float]:
+    """The strength of every active memory of ``dirs`` (``memdir stats``' histogram)."""
+    if not dirs:
+        return []
+    _ensure_math(conn)
+    where, params = _where(dirs)
+    expr, sparams = _strength_sql(dirs, at)
+    return [float(r[0]) for r in conn.execute(f"SELECT {expr} {_JOIN} WHERE {where}",
+                                              [*sparams, *params])]
 
 
 Ranked = list[tuple[int, float, bool]]

@@ -56,27 +56,12 @@ STRENGTH_BINS = ((0.1, "< 0.1 (archived by consolidation)"), (0.25, "0.1-0.25"),
 
 
 def _strength_histogram(md: Memdir, dirs: Sequence[MemoryDir]) -> dict[str, int]:
-    """Active memories per strength band, strength as search and context compute it."""
-    from memdir.search import strength_of, type_factors
+    """Active memories per strength band, strength as context ranks it (one SQL formula)."""
+    from memdir.context import active_strengths
 
-    at = md._clock()
-    julian = at.timestamp() / 86400.0 + 2440587.5
-    keys = [d.key for d in dirs]
-    taxonomies = {d.key: d.taxonomy for d in dirs}
     out = {label: 0 for _, label in STRENGTH_BINS}
-    if not keys:
-        return out
-    rows = md.index.conn.execute(
-        "SELECT m.dir, m.type, m.relevance, m.reinforced + COALESCE(u.access_count, 0), "
-        "? - MAX(julianday(m.updated), COALESCE(julianday(u.last_accessed), 0)) "
-        "FROM memories m LEFT JOIN usage u ON u.dir = m.dir AND u.id = m.id "
-        f"WHERE m.status = 'active' AND m.dir IN ({','.join('?' * len(keys))})",
-        [julian, *keys])
-    for key, kind, relevance, uses, days in rows:
-        weight, half_life = type_factors(taxonomies.get(key), kind)
-        value = strength_of(weight, half_life, relevance, days or 0.0, uses)
-        label = next(label for bound, label in STRENGTH_BINS if value < bound)
-        out[label] += 1
+    for value in active_strengths(md.index.conn, dirs, md._clock()):
+        out[next(label for bound, label in STRENGTH_BINS if value < bound)] += 1
     return out
 
 
