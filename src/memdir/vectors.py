@@ -24,6 +24,7 @@ class Vectors:
 
     _semantic: bool | None
     _embedder: Any
+    _semantic_on: bool | None = None  # resolved once: every search asks
 
     def _vectors_md(self) -> Memdir:
         return cast("Memdir", self)
@@ -31,14 +32,17 @@ class Vectors:
     @property
     def semantic(self) -> bool:
         """Whether searches here rank by meaning as well as words (the extra is needed)."""
-        if self._semantic is False:
-            return False
-        if self._semantic is None and os.environ.get("MEMDIR_SEMANTIC", "").strip().lower() \
-                in ("0", "off", "false", "no"):
-            return False
-        from memdir.embed import available
+        if self._semantic_on is None:
+            off = self._semantic is False or (
+                self._semantic is None and os.environ.get("MEMDIR_SEMANTIC", "").strip()
+                .lower() in ("0", "off", "false", "no"))
+            if off:
+                self._semantic_on = False
+            else:
+                from memdir.embed import available  # finds packages and model files: once
 
-        return available()
+                self._semantic_on = available()
+        return self._semantic_on
 
     @property
     def embedder(self) -> Embedder | None:
