@@ -108,14 +108,18 @@ def _memdir(data: Mapping[str, Any]) -> Memdir:
     return Memdir(project=cwd if cwd and Path(cwd).is_dir() else None, semantic=False)
 
 
+def _output(text: str, fmt: str, event_name: str) -> str:
+    """Plain text, or Claude Code's JSON shape for added context when asked."""
+    if fmt == "json" and text:
+        return json.dumps({"hookSpecificOutput": {"hookEventName": event_name,
+                                                  "additionalContext": text}})
+    return text
+
+
 def _session_start(data: Mapping[str, Any], fmt: str) -> str:
     with _memdir(data) as md:
         text: str = md.context(budget_tokens=START_BUDGET_TOKENS, format="prompt").text
-    text = text[:MAX_START_CHARS]
-    if fmt == "json" and text:
-        return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart",
-                                                  "additionalContext": text}})
-    return text
+    return _output(text[:MAX_START_CHARS], fmt, "SessionStart")
 
 
 def _prompt(data: Mapping[str, Any], fmt: str) -> str:
@@ -134,10 +138,7 @@ def _prompt(data: Mapping[str, Any], fmt: str) -> str:
         with _memdir(data) as md:
             text = md.recall(prompt, session).text
         daemon.start_daemon(home)  # warm for the next prompt (when the extra is installed)
-    if fmt == "json" and text:
-        return json.dumps({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
-                                                  "additionalContext": text}})
-    return text
+    return _output(text, fmt, "UserPromptSubmit")
 
 
 def _messages(data: Mapping[str, Any]) -> Any:
