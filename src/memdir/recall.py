@@ -178,9 +178,11 @@ def _by_search(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], prompt: str,
         conn, prompt, dirs, types=[], tags=None, include_archived=False, paths=None,
         limit=wanted, at=at)
     if paths:  # memories about the files at hand first
+        from memdir.context import PATH_BOOST
         from memdir.search import glob_matches
 
-        hits.sort(key=lambda h: -h.score * (1.5 if glob_matches(h.memory.paths, paths) else 1))
+        hits.sort(key=lambda h: -h.score * (PATH_BOOST if glob_matches(h.memory.paths, paths)
+                                            else 1))
     fresh = [h.memory for h in hits if _where(h.memory) not in surfaced]
     # Spares: another process of this session may claim some of these first (see _claim).
     return fresh[:limit + SPARES]
