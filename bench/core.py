@@ -1,5 +1,10 @@
 """Core benchmarks for memdir: write, search, rebuild and CLI start-up at 1k / 10k / 100k memories.
 
+Everything here is the core, words-only configuration (``semantic=False``: FTS5/BM25 search,
+no embeddings computed at write time), which is what a store without the ``embed`` extra does
+and what the CLI and hooks do in-process. With the extra, ``store``/``store_many`` also embed
+each memory and search fuses meaning: ``bench/semantic.py`` measures that.
+
 What is measured, for each corpus size N (each size in its own temporary MEMDIR home and
 temporary project directory, both passed to ``Memdir`` explicitly and removed afterwards):
 
@@ -371,7 +376,7 @@ def _percentile(samples: Sequence[float], pct: int) -> float:
 
 def measure_search(home: Path, project: Path, queries: Sequence[str]) -> tuple[float, float]:
     """p50 and p95 in ms of searches through one long-lived Memdir."""
-    with Memdir(home=home, project=project) as md:
+    with Memdir(home=home, project=project, semantic=False) as md:
         md.search(queries[0])  # warm-up: the first reconcile of a new instance
         times = []
         for query in queries:
@@ -400,7 +405,7 @@ def measure_cli(home: Path, project: Path, queries: Sequence[str], runs: int) ->
 
 
 def measure_reindex(home: Path, project: Path) -> float:
-    with Memdir(home=home, project=project) as md:
+    with Memdir(home=home, project=project, semantic=False) as md:
         started = time.perf_counter()
         md.reindex()
         return time.perf_counter() - started
@@ -415,7 +420,7 @@ def bench_size(size: int, opts: Options) -> Result:
     with tempfile.TemporaryDirectory(prefix="memdir-bench-") as tmp:
         home, project = Path(tmp) / "home", Path(tmp) / "project"
         project.mkdir()
-        with Memdir(home=home, project=project) as md:
+        with Memdir(home=home, project=project, semantic=False) as md:
             _say(f"{size:,}: store_many")
             store_many = measure_store_many(md, bulk, opts.batch)
         _say(f"{size:,}: search ({len(queries)} queries)")
@@ -425,7 +430,7 @@ def bench_size(size: int, opts: Options) -> Result:
         _say(f"{size:,}: reindex")
         reindex = measure_reindex(home, project)
         _say(f"{size:,}: store ({len(extra)} single stores)")
-        with Memdir(home=home, project=project) as md:
+        with Memdir(home=home, project=project, semantic=False) as md:
             store = measure_store(md, extra)
     return Result(size, store, store_many, p50, p95, reindex, cli)
 

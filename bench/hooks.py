@@ -54,7 +54,7 @@ def bench(size: int, runs: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="memdir-bench-") as tmp:
         home, project = Path(tmp) / "home", Path(tmp) / "project"
         project.mkdir()
-        with Memdir(home=home, project=project) as md:
+        with Memdir(home=home, project=project, semantic=False) as md:  # hooks search words
             for start in range(0, size, 5000):
                 md.store_many(items[start:start + 5000])
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
