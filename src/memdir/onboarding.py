@@ -39,7 +39,16 @@ def _pick(taxonomy: Taxonomy, *names: str) -> str:
 
 
 def needs_onboarding(md: Memdir) -> bool:
-    return not md.list(status="all", limit=1)
+    """No memory at all (active or archived) in any directory in play. One indexed EXISTS:
+    this runs at every session start, and listing would sort a whole store to see one row."""
+    md._sync()
+    keys = [d.key for d in md._dirs()]
+    if not keys:
+        return True
+    found = md.index.conn.execute(
+        f"SELECT EXISTS (SELECT 1 FROM memories WHERE dir IN ({','.join('?' * len(keys))}))",
+        keys).fetchone()
+    return not found[0]
 
 
 def onboarding_text(md: Memdir) -> str:
