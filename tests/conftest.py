@@ -37,6 +37,9 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_DATA_HOME", str(fake_home / ".local" / "share"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(fake_home / ".config"))
     monkeypatch.delenv("MEMDIR_DEBUG", raising=False)
+    # No test may talk to the developer's team server; tests that want one start their own.
+    monkeypatch.delenv("MEMDIR_SERVER", raising=False)
+    monkeypatch.delenv("MEMDIR_TOKEN", raising=False)
     # No test may reach a real LLM API with the developer's own keys.
     for name in ("MEMDIR_LLM", "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL",
                  "MEMDIR_LLM_MODEL", "MEMDIR_LLM_BUDGET"):
@@ -99,3 +102,4 @@ def cli_json(result: subprocess.CompletedProcess[str]) -> object:
 
 
 from llm_support import local_llm, scripted_llm  # noqa: E402, F401
+from server_support import server  # noqa: E402, F401

@@ -166,7 +166,8 @@ def plan(md: Memdir, at: datetime, llm: LLM | None = None) -> Plan:
     """The consolidation plan; with an LLM, merged wording and contradictions too."""
     ops: list[Operation] = []
     for scope in ("user", "project", "team"):
-        if scope == "team" and not md.directory("project").path.exists():
+        if scope == "team" and (md.server is not None  # a server's: its own to maintain
+                                or not md.directory("project").path.exists()):
             continue
         try:
             memories = md.list(scopes=[scope])

@@ -148,7 +148,8 @@ def _snippets(items: Sequence[ContextItem], taxonomies: dict[str, Taxonomy]) -> 
         tax = taxonomies.get(item.memory.scope)
         spec = tax.lookup(item.memory.type) if tax else None
         icon = spec.icon if spec else f"[{item.memory.type}]"
-        lines.append(f"{item.score:.3f} {icon} {item.memory.scope}/{item.memory.file}: "
+        where = item.memory.file or item.memory.id  # a database-backed memory has no file
+        lines.append(f"{item.score:.3f} {icon} {item.memory.scope}/{where}: "
                      f"{one_line(item.memory.body, SNIPPET_CHARS)}")
     return "\n".join(lines)
 

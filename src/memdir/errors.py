@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __all__ = [
     "ConfigError",
+    "DatabaseError",
     "DuplicateNameError",
     "IndexBusyError",
     "IndexCorruptError",
@@ -20,6 +21,7 @@ __all__ = [
     "MemoryNotFoundError",
     "PathTraversalError",
     "SecretDetectedError",
+    "ServerError",
     "UnknownTypeError",
 ]
 
@@ -124,6 +126,16 @@ class IndexCorruptError(MemdirError):
     )
 
 
+class DatabaseError(MemdirError):
+    """The PostgreSQL store (a team server's database) could not be reached or failed."""
+
+    code = "database_error"
+    default_hint = (
+        "Is PostgreSQL running and reachable? Check the URL (postgresql://user@host:5432/db, "
+        "from --database or MEMDIR_DATABASE), the password and the user's rights."
+    )
+
+
 class IndexBusyError(MemdirError):
     """Another process held the index's write lock for longer than the busy timeout."""
 
@@ -150,3 +162,14 @@ class LLMError(MemdirError):
         super().__init__(message, hint)
         self.input_tokens = input_tokens
         self.output_tokens = output_tokens
+
+
+class ServerError(MemdirError):
+    """The team server (``MEMDIR_SERVER``) could not be reached or refused a request. Reads
+    fall back to the local mirror of the team memories; writes to the team scope fail."""
+
+    code = "server_error"
+    default_hint = (
+        "Is `memdir serve` running at the URL in MEMDIR_SERVER (or [server] url in "
+        "$MEMDIR_HOME/config.toml)? `memdir team status` checks the connection."
+    )

@@ -36,9 +36,10 @@ from memdir.transcript import Message, Transcript
 if TYPE_CHECKING:
     from memdir.llm import LLM
     from memdir.memdir import Memdir
+    from memdir.memory_store import MemoryStore
 
 __all__ = ["MAX_CONTENT", "MAX_ITEMS", "ExtractReport", "Extracted", "content_words",
-           "extract", "near_duplicates", "similarity"]
+           "extract", "extract_into", "near_duplicates", "similarity"]
 
 MAX_CONTENT = 100
 MAX_ITEMS = 10
@@ -332,3 +333,35 @@ def extract(md: Memdir, transcript: Transcript, *, llm: LLM | None, dry_run: boo
     if not dry_run and session_id and transcript.messages:
         _save_cursor(md, session_id, transcript.messages[-1].index, at)
     return ExtractReport(method, tuple(items), len(fresh), session_id, dry_run, wrote)
+
+
+def extract_into(store: MemoryStore, transcript: Transcript, *, taxonomy: Taxonomy,
+                 scope: Scope, session_id: str, dry_run: bool) -> ExtractReport:
+    """Rule extraction into any store (the team server's database): every user message's
+    candidates, each through the store's own write path (an exact duplicate reinforces).
+    Such a store keeps no cursor, so its callers send each stretch of conversation once."""
+    items: list[Extracted] = []
+    seen: set[str] = set()
+    users = transcript.user_messages()
+    for content, kind, relevance, excerpt, reason in _by_rules(users, taxonomy):
+        key = " ".join(content.lower().split())
+        if reason or key in seen:
+            items.append(Extracted(content, kind, relevance, "skipped",
+                                   reason or "repeated in this conversation", excerpt=excerpt))
+            continue
+        seen.add(key)
+        if dry_run:
+            items.append(Extracted(content, kind, relevance, "would-store", excerpt=excerpt))
+            continue
+        meta = {k: v for k, v in (("session", session_id), ("excerpt", excerpt)) if v}
+        try:
+            memory = store.store(content, type=kind, scope=scope, relevance=relevance,
+                                 meta=meta, source="extracted")
+        except MemdirError as exc:  # a secret, or text that cannot be a memory
+            items.append(Extracted(content, kind, relevance, "skipped", exc.message,
+                                   excerpt=excerpt))
+            continue
+        items.append(Extracted(memory.body, memory.type, memory.relevance,
+                               "reinforced" if memory.reinforced else "stored", memory=memory,
+                               excerpt=excerpt))
+    return ExtractReport("rules", tuple(items), len(transcript.messages), session_id, dry_run)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import date, datetime
 from pathlib import Path
@@ -173,15 +174,28 @@ def connect(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
                            check_same_thread=False)
     conn.row_factory = sqlite3.Row
-    try:
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA foreign_keys = ON")
-    except sqlite3.DatabaseError as exc:
-        conn.close()
-        raise IndexCorruptError(f"cannot open the index {path}: {exc}") from None
-    return conn
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            return conn
+        except sqlite3.OperationalError as exc:
+            # Opening while another process checkpoints or recovers the WAL can answer
+            # "locked" without consulting the busy handler: that is contention, not damage.
+            locked = "locked" in str(exc)
+            if locked and time.monotonic() < deadline:
+                time.sleep(0.02)
+                continue
+            conn.close()
+            if locked:
+                raise IndexBusyError(f"the index {path} stayed locked: {exc}") from None
+            raise IndexCorruptError(f"cannot open the index {path}: {exc}") from None
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise IndexCorruptError(f"cannot open the index {path}: {exc}") from None
 
 
 def _statements(sql: str) -> Iterator[str]:

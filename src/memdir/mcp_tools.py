@@ -71,9 +71,11 @@ class MemoryOut:
 
 @dataclass(frozen=True)
 class LearnOut(MemoryOut):
-    """``action``: stored (a new memory) or reinforced (an exact duplicate already existed)."""
+    """``action``: stored (a new memory) or reinforced (an exact duplicate already existed);
+    ``conflicts``: team memories this private feedback-like memory may contradict."""
 
     action: Literal["stored", "reinforced"] = "stored"
+    conflicts: list[MemoryOut] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -204,7 +206,8 @@ def register_tools(server: MCPServer[Any], md: Memdir, lock: threading.Lock) -> 
             m = md.store(content, type=type, scope=scope, name=name, description=description,
                          tags=tags or (), relevance=relevance)
             return LearnOut(**asdict(MemoryOut.of(m)),
-                            action="reinforced" if m.reinforced else "stored")
+                            action="reinforced" if m.reinforced else "stored",
+                            conflicts=[MemoryOut.of(c) for c in md.conflicts(m)])
 
         return run(call)
 

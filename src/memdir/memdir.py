@@ -28,6 +28,7 @@ from memdir.model import SCOPES, Hit, Memory, Problem, Scope, Stats, now, parse_
 from memdir.paths import find_git_roots, project_key, safe_join
 from memdir.search import list_memories, run_search
 from memdir.taxonomy import get_taxonomy
+from memdir.team import Team
 from memdir.transfers import Transfers
 from memdir.upkeep import Upkeep
 from memdir.vectors import Vectors
@@ -42,13 +43,16 @@ __all__ = ["Memdir"]
 Progress = Callable[[int, int], None]
 
 
-class Memdir(Capture, Upkeep, Vectors, Transfers):
+class Memdir(Capture, Upkeep, Vectors, Transfers, Team):
     """Memory for one project, as seen from ``project`` (default: the working directory)."""
+
+    kind = "sqlite"  # which store this is (HTTP /healthz; PostgresStore says "postgresql")
 
     def __init__(self, home: str | Path | None = None, project: str | Path | None = None, *,
                  clock: Callable[[], datetime] | None = None, sync_interval: float = 1.0,
-                 semantic: bool | None = None) -> None:
+                 semantic: bool | None = None, remote: bool = True) -> None:
         self.home = resolve_home(home)
+        self._remote_on = remote  # False: a team server's own store (never a client)
         self.project_path = Path(project).resolve() if project else Path.cwd().resolve()
         self.roots = find_git_roots(self.project_path)
         self.config = load_config(self.home, self.roots.worktree)
@@ -65,7 +69,7 @@ class Memdir(Capture, Upkeep, Vectors, Transfers):
         self._paths: dict[Scope, Path] = {
             "user": self.home / "user",
             "project": project_dir,
-            "team": self.roots.worktree / ".memdir" / "team",
+            "team": self._team_path(),  # the team server's mirror when one is configured
         }
 
     # -- directories -------------------------------------------------------------------------
@@ -76,7 +80,7 @@ class Memdir(Capture, Upkeep, Vectors, Transfers):
         if scope not in SCOPES:
             raise InvalidMemoryError(f"unknown scope {scope!r}", "use user, project or team")
         path = self._paths[scope]
-        if scope == "team":
+        if scope == "team" and self.server is None:
             path = safe_join(self.roots.worktree, ".memdir/team")
         tax = get_taxonomy(self.config.taxonomy_for(scope, self.roots.canonical))
         return st.MemoryDir(scope, path, tax)
@@ -98,6 +102,7 @@ class Memdir(Capture, Upkeep, Vectors, Transfers):
 
     def reconcile(self) -> bool:
         """Pick up files added, edited, renamed or deleted outside memdir. True if any."""
+        self._pull_if_due()  # the team server's mirror first (throttled; never raises)
         changed = st.reconcile(self.index, self._dirs())
         self._last_sync = time.monotonic()
         return changed
@@ -131,7 +136,7 @@ class Memdir(Capture, Upkeep, Vectors, Transfers):
                              tags=tags, paths=paths, relevance=relevance, meta=meta,
                              source=source)
         self._sync()
-        return st.write_new(self.index, self.directory(scope), [memory])[0]
+        return self._write_new(scope, [memory])[0]
 
     def store_many(self, items: Iterable[Mapping[str, Any]]) -> list[Memory]:
         """Store many memories in one transaction per scope; all are validated first."""
@@ -153,7 +158,7 @@ class Memdir(Capture, Upkeep, Vectors, Transfers):
         self._sync()
         out: list[Memory | None] = [None] * count
         for scope, pairs in drafts.items():
-            stored = st.write_new(self.index, self.directory(scope), [m for _, m in pairs])
+            stored = self._write_new(scope, [m for _, m in pairs])
             for (n, _), memory in zip(pairs, stored, strict=True):
                 out[n] = memory
         return [m for m in out if m is not None]
@@ -182,9 +187,7 @@ class Memdir(Capture, Upkeep, Vectors, Transfers):
     def _modify(self, ref: str, change: Callable[[Memory], Memory], *,
                 rename: bool = False) -> Memory:
         found = self._find(ref)
-        assert found.path is not None
-        return st.modify(self.index, self.directory(found.scope), found.path, change,
-                         rename=rename)
+        return self._change(found, change, rename)  # the team server first, if any
 
     def _set(self, ref: str, **fields: Any) -> Memory:
         """Set stored fields as they are (consolidation's merges): one write path still."""
@@ -240,7 +243,7 @@ class Memdir(Capture, Upkeep, Vectors, Transfers):
     def delete(self, ref: str) -> Memory:
         """Delete the memory's file and its index rows. Prefer archive: it can be undone."""
         memory = self._find(ref)
-        st.remove(self.index, self.directory(memory.scope), memory)
+        self._remove(memory)
         return memory
 
     # -- reading -----------------------------------------------------------------------------

@@ -84,7 +84,8 @@ class MemoryStore(Protocol):
              tags: Sequence[str] | None = None, status: str = "active",
              limit: int | None = None, order: str = "relevance") -> builtins.list[Memory]:
         """Memories matching the filters; ``status`` active, archived or all; ``order``
-        relevance (then recency) or recent (last updated first)."""
+        relevance (then recency), recent (newest created first) or updated (last changed
+        first)."""
         ...
 
     def context(self, query: str | None = None, *, budget_tokens: int = 800,

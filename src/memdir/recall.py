@@ -105,7 +105,8 @@ class Recalled:
 
     @property
     def header(self) -> str:
-        where = f"{self.memory.scope}/{self.memory.file}"
+        # A database-backed memory has no file: its id says where to find it.
+        where = f"{self.memory.scope}/{self.memory.file or self.memory.id}"
         warning = freshness_warning(self.days)
         if warning:
             return f"{warning}\n\nMemory (saved {memory_age(self.days)}): {where}:"

@@ -1,4 +1,8 @@
-"""Export and import: a folder of Markdown files, or JSON Lines, in and out of a home.
+"""Export and import: a folder of Markdown files, or JSON Lines, in and out of any store.
+
+The stores are a home (:class:`memdir.Memdir`: files written through :mod:`memdir.store`)
+or any store that can write memories as they are (:class:`BulkStore`, e.g.
+:class:`memdir.postgres.PostgresStore`), so memories move between them both ways.
 
 Invariants:
 - Export then import is lossless: ids, timestamps, reinforcements, status, tags, paths,
@@ -8,29 +12,43 @@ Invariants:
   never used to build destination paths. A bad item is reported with where it came from and
   why, and the rest are imported.
 - Importing the same export twice adds nothing: items whose id or exact content is already in
-  the target directory are skipped.
+  the target directory (or store) are skipped.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from memdir import store as st
 from memdir.draft import draft
 from memdir.errors import InvalidMemoryError, MemdirError
-from memdir.files import INDEX_FILE, atomic_write
+from memdir.files import INDEX_FILE, atomic_write, slugify
 from memdir.markdown import parse, render
 from memdir.model import SCOPES, Memory, Scope, parse_time
+from memdir.taxonomy import Taxonomy
 
 if TYPE_CHECKING:
     from memdir.memdir import Memdir
+    from memdir.memory_store import MemoryStore
 
-__all__ = ["ImportReport", "export_memories", "import_memories"]
+__all__ = ["BulkStore", "ImportReport", "export_memories", "import_memories"]
+
+
+class BulkStore(Protocol):
+    """A store that imports by writing validated memories as they are (ids, timestamps)."""
+
+    taxonomy: Taxonomy
+    clock: Callable[[], datetime]
+
+    def put(self, memories: Iterable[Memory]) -> tuple[list[Memory], list[tuple[Memory, str]]]:
+        """Write what is new; return (written, skipped with why), skipped as given."""
+        ...
 
 
 @dataclass
@@ -47,10 +65,10 @@ class ImportReport:
         }
 
 
-def export_memories(md: Memdir, dest: str | Path, *, fmt: str = "markdown",
+def export_memories(store: MemoryStore, dest: str | Path, *, fmt: str = "markdown",
                     scopes: Sequence[Scope] | None = None) -> int:
     """Write every memory (active and archived) of the scopes to ``dest``. Returns the count."""
-    memories = md.list(scopes=scopes, status="all", order="name")
+    memories = sorted(store.list(scopes=scopes, status="all"), key=lambda m: (m.name, m.file))
     if fmt == "jsonl":
         if str(dest) == "-":
             _write_jsonl(sys.stdout, memories)
@@ -61,6 +79,7 @@ def export_memories(md: Memdir, dest: str | Path, *, fmt: str = "markdown",
     if fmt != "markdown":
         raise InvalidMemoryError(f"unknown export format {fmt!r}", "use markdown or jsonl")
     root = Path(dest)
+    used: set[Path] = set()
     for memory in memories:
         folder = root / memory.scope
         folder.mkdir(parents=True, exist_ok=True)
@@ -68,8 +87,20 @@ def export_memories(md: Memdir, dest: str | Path, *, fmt: str = "markdown",
             text = memory.path.read_text(encoding="utf-8") if memory.path else render(memory)
         except OSError:
             text = render(memory)
-        atomic_write(folder / memory.file, text, fsync=False)
+        target = folder / (memory.file or _free_name(folder, memory, used))
+        used.add(target)
+        atomic_write(target, text, fsync=False)
     return len(memories)
+
+
+def _free_name(folder: Path, memory: Memory, used: set[Path]) -> str:
+    """A file name for a memory that has none (a database's): ``<type>_<slug>[-n].md``."""
+    base = f"{slugify(memory.type)}_{slugify(memory.name)}"
+    name, n = f"{base}.md", 1
+    while folder / name in used:
+        n += 1
+        name = f"{base}-{n}.md"
+    return name
 
 
 def _write_jsonl(fh: TextIO, memories: Sequence[Memory]) -> None:
@@ -123,8 +154,9 @@ def _from_jsonl(fh: TextIO, name: str) -> Iterator[tuple[str, dict[str, Any] | E
         yield f"{name}:{n}", item
 
 
-def _memory_from_item(md: Memdir, item: dict[str, Any], scope: Scope) -> Memory:
-    created = parse_time(item.get("created")) or md._clock()
+def _memory_from_item(taxonomy: Taxonomy, clock: Callable[[], datetime],
+                      item: dict[str, Any], scope: Scope) -> Memory:
+    created = parse_time(item.get("created")) or clock()
     updated = parse_time(item.get("updated")) or created
     meta = item.get("meta") or {}
     if not isinstance(meta, dict):
@@ -134,7 +166,7 @@ def _memory_from_item(md: Memdir, item: dict[str, Any], scope: Scope) -> Memory:
         raise InvalidMemoryError("each memory needs a 'content' string")
     memory = draft(
         content, type=str(item.get("type", "")), scope=scope,
-        taxonomy=md.directory(scope).taxonomy, now=created, anchor=None,
+        taxonomy=taxonomy, now=created, anchor=None,
         name=item.get("name"), description=item.get("description"),
         tags=item.get("tags") or (), paths=item.get("paths") or (),
         relevance=item.get("relevance"), meta=meta, source=str(item.get("source") or "imported"))
@@ -149,22 +181,30 @@ def _memory_from_item(md: Memdir, item: dict[str, Any], scope: Scope) -> Memory:
         superseded_by=item.get("superseded_by") or None)
 
 
-def import_memories(md: Memdir, src: str | Path, *, scope: Scope | None = None) -> ImportReport:
-    """Import a folder of memory files (recursively) or a JSON Lines file ('-': stdin)."""
-    report = ImportReport()
+def _read(src: str | Path) -> list[tuple[str, dict[str, Any] | Exception]]:
     source = Path(src)
     if str(src) == "-":
-        items = list(_from_jsonl(sys.stdin, "stdin"))
-    elif source.is_dir():
-        items = list(_from_folder(source))
-    elif source.is_file():
+        return list(_from_jsonl(sys.stdin, "stdin"))
+    if source.is_dir():
+        return list(_from_folder(source))
+    if source.is_file():
         with open(source, encoding="utf-8") as fh:
-            items = list(_from_jsonl(fh, source.name))
-    else:
-        raise InvalidMemoryError(f"nothing to import at {src}",
-                                 "give a folder of .md files or a .jsonl file")
-    md.reconcile()
-    batches: dict[Scope, list[Memory]] = {}
+            return list(_from_jsonl(fh, source.name))
+    raise InvalidMemoryError(f"nothing to import at {src}",
+                             "give a folder of .md files or a .jsonl file")
+
+
+def import_memories(store: Memdir | BulkStore, src: str | Path, *,
+                    scope: Scope | None = None) -> ImportReport:
+    """Import a folder of memory files (recursively) or a JSON Lines file ('-': stdin)."""
+    from memdir.memdir import Memdir
+
+    report = ImportReport()
+    items = _read(src)
+    home, bulk = (store, None) if isinstance(store, Memdir) else (None, store)
+    if home is not None:
+        home.reconcile()
+    pending: list[tuple[str, Memory]] = []
     seen: set[tuple[str, str]] = set()
     for where, item in items:
         if isinstance(item, Exception):
@@ -173,27 +213,49 @@ def import_memories(md: Memdir, src: str | Path, *, scope: Scope | None = None) 
         given = item.get("scope")
         target: Scope = scope or (given if given in SCOPES else "project")
         try:
-            memory = _memory_from_item(md, item, target)
+            if bulk is not None:
+                memory = _memory_from_item(bulk.taxonomy, bulk.clock, item, target)
+            else:
+                assert home is not None
+                memory = _memory_from_item(home.directory(target).taxonomy, home._clock, item,
+                                           target)
         except MemdirError as exc:
             report.errors.append((where, f"{exc.message} ({exc.hint})"))
             continue
         except (TypeError, ValueError) as exc:  # a shape no validator foresaw: report, go on
             report.errors.append((where, f"invalid item: {exc}"))
             continue
-        mdir = md.directory(target)
         digest = st.norm_hash(memory.body)
-        conn = md.index.conn
-        if memory.id and conn.execute("SELECT 1 FROM memories WHERE dir = ? AND id = ?",
-                                      (mdir.key, memory.id)).fetchone():
-            report.skipped.append((where, f"id {memory.id} already exists"))
-            continue
-        if (target, digest) in seen or conn.execute(
-                "SELECT 1 FROM memories WHERE dir = ? AND norm_hash = ?",
-                (mdir.key, digest)).fetchone():
-            report.skipped.append((where, "same content already stored"))
+        why = _known(home, memory, digest) if home is not None else None
+        if why is None and (target, digest) in seen:
+            why = "same content already stored"
+        if why is not None:
+            report.skipped.append((where, why))
             continue
         seen.add((target, digest))
-        batches.setdefault(target, []).append(memory)
-    for target, memories in batches.items():
-        report.imported.extend(st.write_new(md.index, md.directory(target), memories))
+        pending.append((where, memory))
+    if bulk is not None:
+        wheres = {id(memory): where for where, memory in pending}
+        written, skipped = bulk.put([memory for _, memory in pending])
+        report.imported.extend(written)
+        report.skipped.extend((wheres.get(id(memory), memory.id), why)
+                              for memory, why in skipped)
+    elif home is not None:
+        batches: dict[Scope, list[Memory]] = {}
+        for _, memory in pending:
+            batches.setdefault(memory.scope, []).append(memory)
+        for target, memories in batches.items():
+            report.imported.extend(st.write_new(home.index, home.directory(target), memories))
     return report
+
+
+def _known(md: Memdir, memory: Memory, digest: str) -> str | None:
+    """Why a home already has this memory (its id or its content in the scope), or None."""
+    key, conn = md.directory(memory.scope).key, md.index.conn
+    if memory.id and conn.execute("SELECT 1 FROM memories WHERE dir = ? AND id = ?",
+                                  (key, memory.id)).fetchone():
+        return f"id {memory.id} already exists"
+    if conn.execute("SELECT 1 FROM memories WHERE dir = ? AND norm_hash = ?",
+                    (key, digest)).fetchone():
+        return "same content already stored"
+    return None

@@ -7,12 +7,15 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memdir.cli import hooks_cli, render
+from memdir.cli import hooks_cli, render, serve_cli, team_cli
 from memdir.errors import InvalidMemoryError
 from memdir.memdir import Memdir
 from memdir.model import Hit, Memory
+
+if TYPE_CHECKING:
+    from memdir.postgres import PostgresStore
 
 __all__ = ["run"]
 
@@ -66,7 +69,13 @@ def cmd_store(md: Memdir, args: argparse.Namespace) -> None:
     action = "reinforced" if memory.reinforced else "stored"
     text = (f"reinforced existing memory {memory.id} (reinforced {memory.reinforced}x): "
             f"{memory.path}" if memory.reinforced else f"stored {memory.id}: {memory.path}")
-    _emit(args, {"action": action, "memory": memory.to_dict()}, text)
+    conflicts = md.conflicts(memory)  # seed 004: a private rule against the team's
+    for team in conflicts:
+        print(f"warning: this {memory.type} memory may contradict team memory {team.id} "
+              f"({team.name}): {team.description}\nhint: align it with the team's, or change "
+              f"the team memory with `memdir update {team.id}` if the team agrees", file=sys.stderr)
+    _emit(args, {"action": action, "memory": memory.to_dict(),
+                 "conflicts": [m.to_dict() for m in conflicts]}, text)
 
 
 def _hits(args: argparse.Namespace, hits: Sequence[Hit], empty: str) -> None:
@@ -183,17 +192,21 @@ def cmd_types(md: Memdir, args: argparse.Namespace) -> None:
     _emit(args, data, "\n".join(lines))
 
 
-def cmd_export(md: Memdir, args: argparse.Namespace) -> None:
+def cmd_export(md: Memdir | PostgresStore, args: argparse.Namespace) -> None:
+    from memdir.transfer import export_memories
+
     fmt = args.format or ("jsonl" if args.dest == "-" or args.dest.endswith(".jsonl")
                           else "markdown")
-    count = md.export(args.dest, format=fmt, scopes=args.scopes)
+    count = export_memories(md, args.dest, fmt=fmt, scopes=args.scopes)
     if args.dest != "-":
         _emit(args, {"exported": count, "dest": args.dest, "format": fmt},
               f"exported {count} memories to {args.dest} ({fmt})")
 
 
-def cmd_import(md: Memdir, args: argparse.Namespace) -> int:
-    report = md.import_(args.src, scope=args.scope)
+def cmd_import(md: Memdir | PostgresStore, args: argparse.Namespace) -> int:
+    from memdir.transfer import import_memories
+
+    report = import_memories(md, args.src, scope=args.scope)
     lines = [f"imported {len(report.imported)}, skipped {len(report.skipped)}, "
              f"errors {len(report.errors)}"]
     lines += [f"  skipped {w}: {why}" for w, why in report.skipped]
@@ -302,18 +315,26 @@ HANDLERS: dict[str, Handler] = {
     "export": cmd_export, "import": cmd_import, "adopt": cmd_adopt, "episode": cmd_episode,
     "procedure": cmd_procedure, "index-session": cmd_index_session, "extract": cmd_extract,
     "onboard": cmd_onboard, "consolidate": cmd_consolidate, "dream": cmd_dream,
-    "history": cmd_history, "undo": cmd_undo, "log": cmd_log,
+    "history": cmd_history, "undo": cmd_undo, "log": cmd_log, "team": team_cli.run,
 }
 
 
 def run(args: argparse.Namespace) -> int:
     if args.command == "hooks":  # agent settings files; no memory store involved
         return hooks_cli.run(args)
+    if args.command == "serve":  # the server owns its stores, one per thread
+        return serve_cli.run(args)
     if args.command == "daemon":
         from memdir.config import resolve_home
         from memdir.daemon import serve as serve_daemon
 
         return serve_daemon(resolve_home(args.home), idle=args.idle)
+    if getattr(args, "database", None) and args.command in ("export", "import"):
+        from memdir.postgres import PostgresStore  # psycopg: only when a database is named
+
+        with PostgresStore(args.database) as store:
+            done = (cmd_export if args.command == "export" else cmd_import)(store, args)
+        return done if isinstance(done, int) else 0
     if args.command == "mcp":  # the server owns its Memdir and its stdout
         from memdir.mcp_server import main as serve
 

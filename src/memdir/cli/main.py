@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from memdir import __version__
-from memdir.cli import hooks_cli
+from memdir.cli import hooks_cli, serve_cli, team_cli
 from memdir.errors import MemdirError
 
 __all__ = ["build_parser", "main"]
@@ -68,6 +68,11 @@ def _fields(p: argparse.ArgumentParser) -> None:
                    help="0.0-1.0 or critical/high/medium/normal/low (default: by type, else 0.9)")
     p.add_argument("--meta", action="append", metavar="KEY=VALUE",
                    help="an extra frontmatter key (repeatable)")
+
+
+def _database(p: argparse.ArgumentParser, text: str) -> None:
+    p.add_argument("--database", metavar="URL", default=os.environ.get("MEMDIR_DATABASE") or None,
+                   help=f"{text} (postgresql://user@host:5432/db; default: $MEMDIR_DATABASE)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -189,6 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="ignore the time and session gates")
 
     hooks_cli.add_parser(sub, common)
+    serve_cli.add_parser(sub, common)
+    team_cli.add_parser(sub, common)
 
     p = add("daemon", "keep the embedding model warm for hooks (exits when idle)")
     p.add_argument("--idle", type=float, default=900.0, metavar="SECONDS",
@@ -228,11 +235,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("markdown", "jsonl"), default=None,
                    help="default: jsonl when DEST ends with .jsonl or is '-', else markdown")
     p.add_argument("--scope", action="append", dest="scopes", choices=("user", "project", "team"))
+    _database(p, "export from this PostgreSQL store instead of the home")
 
     p = add("import", "import a folder of Markdown memory files or a JSON Lines file")
     p.add_argument("src", help="a folder of .md files, a .jsonl file, or '-' for stdin")
     p.add_argument("--scope", choices=("user", "project", "team"),
                    help="put everything in this scope (default: each memory's own scope)")
+    _database(p, "import into this PostgreSQL store instead of the home")
 
     p = add("adopt", "use Claude Code's auto-memory directory for this project, in place")
     p.add_argument("--from", dest="source", metavar="DIR",

@@ -1,0 +1,150 @@
+"""Bringing memories back from the PostgreSQL store: session-start context and per-prompt recall.
+
+Context follows seed 000 ("How Memories Are Injected"): active memories by relevance, then
+newest created (with a query, those matching it first), the top ``limit`` (default 5, at most
+20), grouped by type by :func:`memdir.context_format.render_context` in any of its formats.
+
+Recall follows seed 001 with the rules and values of :mod:`memdir.recall` (single-word
+prompts skipped, at most 5, each cut at 4 KB, 60 KB per session, a freshness warning on
+memories older than a day), selecting by ranked search.
+
+Invariants:
+- The context text never exceeds ``budget_tokens`` as counted by
+  :func:`memdir.context_format.count_tokens`: each memory is added only if the whole
+  rendered output still fits, and when not even the empty frame fits nothing is injected.
+- Archived memories are never injected nor recalled.
+- Session state is in the database: a memory is claimed for a session with
+  ``INSERT ... ON CONFLICT DO NOTHING RETURNING`` while the session's row is locked, so two
+  processes never surface the same memory twice in a session nor overrun its byte budget.
+- Every injected or recalled memory counts an access; a failed count never fails the call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from memdir.context_format import (
+    FORMATS,
+    Context,
+    ContextItem,
+    Format,
+    count_tokens,
+    render_context,
+)
+from memdir.errors import InvalidMemoryError
+from memdir.model import SCOPES, Memory, Scope
+from memdir.postgres_conn import COLUMNS, memory_from_row
+from memdir.recall import MAX_RECALL, MAX_SESSION_BYTES, SPARES, Recall, Recalled, _cut
+from memdir.search import fts_query
+from memdir.taxonomy import Taxonomy
+
+if TYPE_CHECKING:
+    from memdir.postgres import PostgresStore
+
+__all__ = ["CONTEXT_LIMIT", "CONTEXT_MAX", "build_context", "recall"]
+
+CONTEXT_LIMIT, CONTEXT_MAX = 5, 20  # seed 000: the top 5 by default, at most 20
+POOL = 4  # candidates per slot: some may not fit the budget
+
+
+def build_context(store: PostgresStore, query: str | None, *, budget_tokens: int, fmt: str,
+                  limit: int | None, scopes: Sequence[Scope] | None) -> Context:
+    """Choose, render and count the session-start context (see the module docstring)."""
+    if fmt not in FORMATS:
+        raise InvalidMemoryError(f"unknown context format {fmt!r}",
+                                 f"use one of: {', '.join(FORMATS)}")
+    if not isinstance(budget_tokens, int) or budget_tokens < 1:
+        raise InvalidMemoryError(f"the token budget must be a positive integer, not "
+                                 f"{budget_tokens!r}", "pass e.g. --budget 800")
+    if limit is not None and (not isinstance(limit, int) or limit < 1):
+        raise InvalidMemoryError(f"limit must be at least 1, not {limit!r}")
+    form: Format = fmt
+    count = min(limit or CONTEXT_LIMIT, CONTEXT_MAX)
+    where, params = store.where_clause(None, scopes, None, "active")
+    terms = fts_query(query) if isinstance(query, str) else None
+    first = "(search @@ websearch_to_tsquery('english', %s)) DESC, " if terms else ""
+    with store.connections.db() as conn:
+        rows = conn.execute(
+            f"SELECT {COLUMNS} FROM memories WHERE {where} ORDER BY {first}"
+            "relevance DESC, created DESC, id LIMIT %s",
+            [*params, *([terms] if terms else []), count * POOL]).fetchall()
+    taxonomies: dict[str, Taxonomy] = dict.fromkeys(SCOPES, store.taxonomy)
+
+    def render(chosen: Sequence[ContextItem]) -> str:
+        return render_context(chosen, form, taxonomies=taxonomies, budget=budget_tokens)
+
+    items: list[ContextItem] = []
+    for memory in map(memory_from_row, rows):
+        if len(items) >= count:
+            break
+        # One ranking chooses every memory here: seed 002 would call it layer B, contextual.
+        item = ContextItem(memory, "B", memory.relevance)
+        if count_tokens(render([*items, item])) <= budget_tokens:
+            items.append(item)
+    text = render(items)
+    if count_tokens(text) > budget_tokens:
+        text = ""
+    store.touch(item.memory for item in items)
+    return Context(text, tuple(items), form, budget_tokens, count_tokens(text), 0)
+
+
+def recall(store: PostgresStore, prompt: str, session_id: str, *, limit: int) -> Recall:
+    """Select, claim and return the memories for one prompt (see the module docstring)."""
+    if not isinstance(session_id, str) or not session_id.strip() or "\x00" in session_id:
+        raise InvalidMemoryError("recall needs a session id",
+                                 "pass the agent's session id (--session ID)")
+    if not isinstance(limit, int) or limit < 1:
+        raise InvalidMemoryError(f"limit must be at least 1, not {limit!r}")
+    limit = min(limit, MAX_RECALL)
+    if len((prompt or "").split()) < 2:
+        return Recall(session_id, skipped="single-word prompt")
+    with store.connections.db() as conn:
+        row = conn.execute("SELECT bytes FROM recall_sessions WHERE session_id = %s",
+                           (session_id,)).fetchone()
+        surfaced = {r["id"] for r in conn.execute(
+            "SELECT id FROM recall_surfaced WHERE session_id = %s", (session_id,))}
+    used = int(row["bytes"]) if row else 0
+    if used >= MAX_SESSION_BYTES:
+        return Recall(session_id, session_bytes=used, skipped="session recall budget spent")
+    hits = store.search(prompt, limit=limit + len(surfaced) + 20, touch=False)
+    # Spares: another process of this session may claim some of these first.
+    fresh = [h.memory for h in hits if h.memory.id not in surfaced][:limit + SPARES]
+    if not fresh:
+        return Recall(session_id, session_bytes=used)
+    items, used = _claim(store, session_id, fresh, limit)
+    store.touch(item.memory for item in items)
+    return Recall(session_id, tuple(items), "search", used)
+
+
+def _claim(store: PostgresStore, session_id: str, memories: Sequence[Memory],
+           limit: int) -> tuple[list[Recalled], int]:
+    """Claim up to ``limit`` memories for the session, in order, within its byte budget;
+    one that another process claimed first is passed over."""
+    at = store.clock()
+    out: list[Recalled] = []
+    with store.connections.db() as conn, conn.transaction():
+        conn.execute("INSERT INTO recall_sessions (session_id, started, updated) VALUES "
+                     "(%s, %s, %s) ON CONFLICT DO NOTHING", (session_id, at, at))
+        row = conn.execute("SELECT bytes FROM recall_sessions WHERE session_id = %s "
+                           "FOR UPDATE", (session_id,)).fetchone()
+        used = int(row["bytes"]) if row else 0
+        for memory in memories:
+            if len(out) >= limit:
+                break
+            content, truncated = _cut(memory.body)
+            size = len(content.encode("utf-8"))
+            if used + size > MAX_SESSION_BYTES:
+                break
+            claimed = conn.execute(  # a memory deleted meanwhile is simply not claimed
+                "INSERT INTO recall_surfaced (session_id, id, surfaced) SELECT %s, id, %s "
+                "FROM memories WHERE id = %s ON CONFLICT DO NOTHING RETURNING id",
+                (session_id, at, memory.id)).fetchone()
+            if claimed is None:
+                continue
+            used += size
+            days = max(0, int((at - memory.updated).total_seconds() // 86400))
+            out.append(Recalled(memory, content, days, truncated))
+        conn.execute("UPDATE recall_sessions SET bytes = %s, recalls = recalls + 1, "
+                     "updated = %s WHERE session_id = %s", (used, at, session_id))
+    return out, used

@@ -1,0 +1,140 @@
+"""The PostgreSQL store's schema: named, ordered migrations and the optional vector table.
+
+Invariants:
+- Everything lives in one schema (``memdir`` by default; tests use a fresh one each), so
+  several stores can share a database. Connections set ``search_path`` to that schema and
+  every statement here is unqualified.
+- :func:`migrate` runs inside one transaction holding ``pg_advisory_xact_lock`` on a key
+  derived from the schema name: server processes starting at once queue on the lock, the
+  first applies what is missing, the others find it recorded in ``schema_migrations`` and
+  apply nothing. A failed migration rolls back whole.
+- Migrations are append-only: a released one is never edited, a change is a new entry.
+- ``memories.search`` is a weighted ``tsvector`` kept by a trigger (``array_to_string`` is
+  not immutable, so a generated column cannot use it): name A, description and tags B, body
+  C, paths D, English stemming, so "deploy" finds "Deployments".
+- One row per (scope, content): the unique index ``memories_content`` on
+  (scope, norm_hash) is what lets concurrent writers of the same text end up with one row.
+- The ``embeddings`` table exists only where the ``vector`` extension (pgvector) can be
+  created. It is not a numbered migration: a database that gains pgvector later gets the
+  table at the next start. Nothing writes it yet; search uses the tsvector alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import tuple_row
+
+__all__ = ["MIGRATIONS", "migrate"]
+
+MIGRATIONS: tuple[tuple[str, str], ...] = (
+    (
+        "memories with a weighted tsvector, usage counters and one row per content per scope",
+        """
+        CREATE TABLE memories (
+            id text PRIMARY KEY,
+            name text NOT NULL,
+            description text NOT NULL,
+            type text NOT NULL,
+            body text NOT NULL,
+            scope text NOT NULL CHECK (scope IN ('user', 'project', 'team')),
+            relevance double precision NOT NULL CHECK (relevance BETWEEN 0 AND 1),
+            tags text[] NOT NULL DEFAULT '{}',
+            paths text[] NOT NULL DEFAULT '{}',
+            source text NOT NULL,
+            created timestamptz NOT NULL,
+            updated timestamptz NOT NULL,
+            reinforced integer NOT NULL DEFAULT 0,
+            status text NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'archived')),
+            superseded_by text,
+            meta jsonb NOT NULL DEFAULT '{}',
+            access_count integer NOT NULL DEFAULT 0,
+            last_accessed timestamptz,
+            norm_hash text NOT NULL,
+            search tsvector NOT NULL DEFAULT ''
+        );
+        CREATE UNIQUE INDEX memories_content ON memories (scope, norm_hash);
+        CREATE INDEX memories_search ON memories USING gin (search);
+        CREATE INDEX memories_tags ON memories USING gin (tags);
+        CREATE INDEX memories_listing ON memories (status, relevance DESC, created DESC);
+        CREATE INDEX memories_recent ON memories (updated DESC);
+        CREATE INDEX memories_created ON memories (created DESC);
+        CREATE FUNCTION memories_search_vector() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            NEW.search :=
+                setweight(to_tsvector('english', NEW.name), 'A') ||
+                setweight(to_tsvector('english', NEW.description || ' ' ||
+                                      array_to_string(NEW.tags, ' ')), 'B') ||
+                setweight(to_tsvector('english', NEW.body), 'C') ||
+                setweight(to_tsvector('english', array_to_string(NEW.paths, ' ')), 'D');
+            RETURN NEW;
+        END $$;
+        CREATE TRIGGER memories_search_vector
+            BEFORE INSERT OR UPDATE OF name, description, tags, body, paths ON memories
+            FOR EACH ROW EXECUTE FUNCTION memories_search_vector();
+        """,
+    ),
+    (
+        "per-session recall state: bytes used and the memories already surfaced",
+        """
+        CREATE TABLE recall_sessions (
+            session_id text PRIMARY KEY,
+            bytes integer NOT NULL DEFAULT 0,
+            recalls integer NOT NULL DEFAULT 0,
+            started timestamptz NOT NULL,
+            updated timestamptz NOT NULL
+        );
+        CREATE TABLE recall_surfaced (
+            session_id text NOT NULL REFERENCES recall_sessions ON DELETE CASCADE,
+            id text NOT NULL REFERENCES memories ON DELETE CASCADE,
+            surfaced timestamptz NOT NULL,
+            PRIMARY KEY (session_id, id)
+        );
+        """,
+    ),
+)
+
+_VECTORS = """
+CREATE TABLE IF NOT EXISTS embeddings (
+    id text PRIMARY KEY REFERENCES memories ON DELETE CASCADE,
+    model text NOT NULL,
+    norm_hash text NOT NULL,
+    vector public.vector NOT NULL
+)
+"""
+
+
+def migrate(conn: psycopg.Connection[Any], schema: str) -> bool:
+    """Create the schema and apply the missing migrations, serialised across processes by an
+    advisory lock. ``conn`` must be in autocommit mode with ``search_path`` set to
+    ``schema``. Returns whether vector storage (pgvector) is available."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"memdir:{schema}",))
+        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
+        conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY "
+                     "KEY, name text NOT NULL, applied timestamptz NOT NULL DEFAULT now())")
+        cur = conn.cursor(row_factory=tuple_row)
+        done = {row[0] for row in cur.execute("SELECT version FROM schema_migrations")}
+        for version, (name, statements) in enumerate(MIGRATIONS, start=1):
+            if version not in done:
+                conn.execute(statements.encode("utf-8"))  # no parameters: many statements
+                conn.execute("INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
+                             (version, name))
+        return _vectors(conn)
+
+
+def _vectors(conn: psycopg.Connection[Any]) -> bool:
+    """The embeddings table, where pgvector can be had; False (and nothing created) elsewhere."""
+    available = conn.execute(
+        "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone()
+    if available is None:
+        return False
+    try:
+        with conn.transaction():  # a savepoint: a refused CREATE EXTENSION spoils nothing
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA public")
+            conn.execute(_VECTORS.encode("utf-8"))
+    except psycopg.Error:
+        return False  # e.g. not allowed to create extensions: full-text search only
+    return True
