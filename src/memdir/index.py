@@ -165,6 +165,15 @@ _MIGRATIONS: tuple[tuple[str, str], ...] = (
         ) WITHOUT ROWID;
         """,
     ),
+    (
+        "a covering index for the strength ranking (context's layers B and C)",
+        # Every column the strength expression reads, so ranking a store never touches the
+        # wide rows (bodies): 25 ms -> 9 ms at 10k memories, on every session start.
+        """
+        CREATE INDEX memories_strength ON memories
+            (dir, status, type, relevance, updated, reinforced, id);
+        """,
+    ),
 )
 
 
