@@ -33,6 +33,7 @@ __all__ = [
     "resolve_home",
     "save_adopted",
     "user_config_path",
+    "user_section",
 ]
 
 _REPO_ALLOWED = {("team", "taxonomy")}
@@ -83,6 +84,17 @@ def read_toml(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc}",
                           f"check the permissions of {path}") from None
+
+
+def user_section(home: Path, name: str, example: str) -> tuple[dict[str, Any], str]:
+    """A ``[name]`` table of the home's config.toml ({} when absent) and where it was read;
+    ConfigError naming ``example`` when the key is there but is not a table."""
+    where = str(home / "config.toml")
+    section = read_toml(home / "config.toml").get(name, {})
+    if not isinstance(section, dict):
+        raise ConfigError(f"[{name}] in {where} must be a table",
+                          f"write it as a [{name}] section with {example}")
+    return section, where
 
 
 def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:

@@ -26,7 +26,7 @@ from memdir.errors import IndexBusyError, IndexCorruptError
 from memdir.files import index_line
 from memdir.model import Memory, Scope, format_time, now, parse_time
 
-__all__ = ["BM25_WEIGHTS", "MEMORY_COLUMNS", "Index", "connect"]
+__all__ = ["BM25_WEIGHTS", "MEMORY_COLUMNS", "Index", "connect", "decode_meta", "encode_meta"]
 
 BUSY_TIMEOUT_MS = 30_000
 USAGE_TIMEOUT_MS = 100
@@ -258,14 +258,15 @@ def memory_to_row(memory: Memory, directory: str, norm_hash: str, mtime_ns: int,
         memory.type, memory.body, memory.relevance, json.dumps(list(memory.tags)),
         json.dumps(list(memory.paths)), memory.source, format_time(memory.created),
         format_time(memory.updated), memory.reinforced, memory.status, memory.superseded_by,
-        json.dumps(dict(memory.meta), default=_encode_meta), norm_hash, mtime_ns, size,
+        json.dumps(dict(memory.meta), default=encode_meta), norm_hash, mtime_ns, size,
         index_line(memory.name, memory.file, memory.type, memory.description),
     )
 
 
 # YAML frontmatter can hold dates; JSON cannot. Tag them so meta read back from the index
 # equals meta read from the file.
-def _encode_meta(value: object) -> object:
+def encode_meta(value: object) -> object:
+    """JSON for meta values JSON lacks (YAML dates and times), reversible by decode_meta."""
     if isinstance(value, datetime):
         return {"$datetime": value.isoformat()}
     if isinstance(value, date):
@@ -273,7 +274,8 @@ def _encode_meta(value: object) -> object:
     return str(value)
 
 
-def _decode_meta(obj: dict[str, Any]) -> object:
+def decode_meta(obj: dict[str, Any]) -> object:
+    """The meta values encode_meta wrote, back as they were read from the file."""
     if len(obj) == 1:
         if "$datetime" in obj:
             return datetime.fromisoformat(obj["$datetime"])
@@ -292,7 +294,7 @@ def row_to_memory(row: sqlite3.Row) -> Memory:
         source=row["source"], created=parse_time(row["created"]) or now(),
         updated=parse_time(row["updated"]) or now(), reinforced=row["reinforced"],
         status=row["status"], superseded_by=row["superseded_by"],
-        meta=json.loads(row["meta"], object_hook=_decode_meta), path=Path(row["dir"]) / row["file"],
+        meta=json.loads(row["meta"], object_hook=decode_meta), path=Path(row["dir"]) / row["file"],
         access_count=(row["access_count"] or 0) if "access_count" in keys else 0,
         last_accessed=parse_time(last) if last else None,
     )

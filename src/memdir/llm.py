@@ -27,7 +27,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from memdir.config import read_toml
+from memdir.config import user_section
 from memdir.errors import ConfigError, LLMError
 from memdir.ledger import Ledger
 
@@ -136,11 +136,7 @@ def llm_settings(home: Path, env: Mapping[str, str] | None = None) -> LLMSetting
     ``ANTHROPIC_API_KEY`` / ``OPENAI_API_KEY`` or the variable named by ``api_key_env``.
     """
     env = os.environ if env is None else env
-    where = str(home / "config.toml")
-    section = read_toml(home / "config.toml").get("llm", {})
-    if not isinstance(section, dict):
-        raise ConfigError(f"[llm] in {where} must be a table",
-                          "write it as a [llm] section with provider = \"...\" and so on")
+    section, where = user_section(home, "llm", 'provider = "..." and so on')
     if "api_key" in section:  # never echo the value: it is a secret
         raise ConfigError(
             f"{where} contains an API key ([llm] api_key); memdir never reads keys from files",

@@ -29,7 +29,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import DictRow, dict_row
 
 from memdir.errors import DatabaseError, InvalidMemoryError
-from memdir.index import _decode_meta, _encode_meta
+from memdir.index import decode_meta, encode_meta
 from memdir.model import Memory, Scope
 from memdir.store import norm_hash
 
@@ -73,13 +73,13 @@ def memory_from_row(row: DictRow) -> Memory:
         tags=tuple(row["tags"]), paths=tuple(row["paths"]), source=row["source"],
         created=row["created"].astimezone(UTC), updated=row["updated"].astimezone(UTC),
         reinforced=row["reinforced"], status=row["status"], superseded_by=row["superseded_by"],
-        meta=json.loads(row["meta"], object_hook=_decode_meta),
+        meta=json.loads(row["meta"], object_hook=decode_meta),
         access_count=row["access_count"], last_accessed=_utc(row["last_accessed"]))
 
 
 def row_values(m: Memory) -> tuple[Any, ...]:
     """The values of :data:`WRITTEN` for a memory."""
-    meta = json.dumps(dict(m.meta), default=_encode_meta)
+    meta = json.dumps(dict(m.meta), default=encode_meta)
     return (m.id, m.name, m.description, m.type, m.body, m.scope, m.relevance, list(m.tags),
             list(m.paths), m.source, m.created, m.updated, m.reinforced, m.status,
             m.superseded_by, meta, m.access_count, m.last_accessed, norm_hash(m.body))

@@ -35,7 +35,7 @@ from memdir.context_format import (
 from memdir.errors import InvalidMemoryError
 from memdir.model import SCOPES, Memory, Scope
 from memdir.postgres_conn import COLUMNS, memory_from_row
-from memdir.recall import MAX_RECALL, MAX_SESSION_BYTES, SPARES, Recall, Recalled, _cut
+from memdir.recall import MAX_SESSION_BYTES, SPARES, Recall, Recalled, check_request, cut_body
 from memdir.search import fts_query
 from memdir.taxonomy import Taxonomy
 
@@ -91,14 +91,9 @@ def build_context(store: PostgresStore, query: str | None, *, budget_tokens: int
 
 def recall(store: PostgresStore, prompt: str, session_id: str, *, limit: int) -> Recall:
     """Select, claim and return the memories for one prompt (see the module docstring)."""
-    if not isinstance(session_id, str) or not session_id.strip() or "\x00" in session_id:
-        raise InvalidMemoryError("recall needs a session id",
-                                 "pass the agent's session id (--session ID)")
-    if not isinstance(limit, int) or limit < 1:
-        raise InvalidMemoryError(f"limit must be at least 1, not {limit!r}")
-    limit = min(limit, MAX_RECALL)
-    if len((prompt or "").split()) < 2:
-        return Recall(session_id, skipped="single-word prompt")
+    limit, answer = check_request(prompt, session_id, limit)
+    if answer is not None:
+        return answer
     with store.connections.db() as conn:
         row = conn.execute("SELECT bytes FROM recall_sessions WHERE session_id = %s",
                            (session_id,)).fetchone()
@@ -132,7 +127,7 @@ def _claim(store: PostgresStore, session_id: str, memories: Sequence[Memory],
         for memory in memories:
             if len(out) >= limit:
                 break
-            content, truncated = _cut(memory.body)
+            content, truncated = cut_body(memory.body)
             size = len(content.encode("utf-8"))
             if used + size > MAX_SESSION_BYTES:
                 break

@@ -43,6 +43,8 @@ __all__ = [
     "MAX_SESSION_BYTES",
     "Recall",
     "Recalled",
+    "check_request",
+    "cut_body",
     "freshness_warning",
     "memory_age",
     "recall",
@@ -152,7 +154,8 @@ class Recall:
         }
 
 
-def _cut(body: str) -> tuple[str, bool]:
+def cut_body(body: str) -> tuple[str, bool]:
+    """A memory body as recall injects it: at most 4 KB, and whether it was cut."""
     raw = body.encode("utf-8")
     if len(raw) <= MAX_MEMORY_BYTES:
         return body, False
@@ -252,7 +255,7 @@ def _claim(index: Index, session_id: str, memories: Sequence[Memory], at: dateti
         for memory in memories:
             if len(out) >= limit:
                 break
-            content, truncated = _cut(memory.body)
+            content, truncated = cut_body(memory.body)
             size = len(content.encode("utf-8"))
             if used + size > MAX_SESSION_BYTES:
                 break
@@ -269,18 +272,26 @@ def _claim(index: Index, session_id: str, memories: Sequence[Memory], at: dateti
     return out, used
 
 
-def recall(index: Index, dirs: Sequence[MemoryDir], prompt: str, session_id: str, *,
-           at: datetime, limit: int = MAX_RECALL, llm: LLM | None = None,
-           paths: Sequence[str] | None = None, search: Search | None = None) -> Recall:
-    """Select, claim and return the memories for one prompt (see the module docstring)."""
-    if not isinstance(session_id, str) or not session_id.strip():
+def check_request(prompt: str, session_id: str, limit: int) -> tuple[int, Recall | None]:
+    """A recall request checked by the rules every store shares: the limit to use, and the
+    answer at once when there is nothing to look up (a single-word prompt)."""
+    if not isinstance(session_id, str) or not session_id.strip() or "\x00" in session_id:
         raise InvalidMemoryError("recall needs a session id",
                                  "pass the agent's session id (--session ID)")
     if not isinstance(limit, int) or limit < 1:
         raise InvalidMemoryError(f"limit must be at least 1, not {limit!r}")
-    limit = min(limit, MAX_RECALL)
     if len((prompt or "").split()) < 2:
-        return Recall(session_id, skipped="single-word prompt")
+        return 0, Recall(session_id, skipped="single-word prompt")
+    return min(limit, MAX_RECALL), None
+
+
+def recall(index: Index, dirs: Sequence[MemoryDir], prompt: str, session_id: str, *,
+           at: datetime, limit: int = MAX_RECALL, llm: LLM | None = None,
+           paths: Sequence[str] | None = None, search: Search | None = None) -> Recall:
+    """Select, claim and return the memories for one prompt (see the module docstring)."""
+    limit, answer = check_request(prompt, session_id, limit)
+    if answer is not None:
+        return answer
     conn = index.conn
     used, surfaced = _session(conn, session_id)
     if used >= MAX_SESSION_BYTES:

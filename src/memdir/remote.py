@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode, urlsplit
 
-from memdir.config import read_toml
+from memdir.config import user_section
 from memdir.errors import (
     ConfigError,
     IndexBusyError,
@@ -81,11 +81,7 @@ class ServerSettings:
 def server_settings(home: Path, env: Mapping[str, str] | None = None) -> ServerSettings | None:
     """The configured team server, or None: the environment over ``[server]`` in config.toml."""
     env = os.environ if env is None else env
-    where = str(home / "config.toml")
-    section = read_toml(home / "config.toml").get("server", {})
-    if not isinstance(section, dict):
-        raise ConfigError(f"[server] in {where} must be a table",
-                          'write it as a [server] section with url = "http://host:8765"')
+    section, where = user_section(home, "server", 'url = "http://host:8765"')
     url = env.get("MEMDIR_SERVER", "").strip() or str(section.get("url") or "").strip()
     if not url or url.lower() in _OFF:
         return None
