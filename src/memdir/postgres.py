@@ -15,9 +15,11 @@ so any number of server processes and threads may share one schema:
 - Recall claims a memory for a session with ``INSERT ... ON CONFLICT DO NOTHING RETURNING``
   while holding the session's row lock, so two processes never surface the same memory twice
   in one session nor overrun its byte budget.
-- Search turns any input into a tsquery through :func:`memdir.search.fts_query` (quoted
-  word tokens joined by OR, which ``websearch_to_tsquery`` parses without ever failing) and
-  ranks by ``ts_rank_cd`` × :func:`memdir.search.rank_factor` of the memory's strength.
+- Search turns any input into a tsquery (any input is safe) ranked by ``ts_rank_cd`` × the
+  memory's strength (:mod:`memdir.postgres_search`). Where pgvector and the ``embed`` extra
+  are there (and ``semantic`` is not off), every write also stores the memory's vector, in
+  the same transaction, and search fuses the words' ranking with the nearest by meaning
+  (:mod:`memdir.postgres_vectors`).
 - One connection per thread; database failures become :class:`memdir.errors.DatabaseError`
   with a hint, never a driver exception (:mod:`memdir.postgres_conn`).
 
@@ -55,8 +57,10 @@ from memdir.postgres_conn import (
     row_values,
 )
 from memdir.postgres_schema import migrate
+from memdir.postgres_search import search, where_clause
+from memdir.postgres_vectors import Embeddings
 from memdir.report import STRENGTH_BINS
-from memdir.search import fts_query, rank_factor, strength, strength_of, type_factors
+from memdir.search import strength_of, type_factors
 from memdir.store import norm_hash
 from memdir.taxonomy import get_taxonomy
 
@@ -72,7 +76,6 @@ __all__ = ["PostgresStore", "redact"]
 
 log = logging.getLogger("memdir")
 
-RANK_WEIGHTS = "'{0.1, 0.2, 0.4, 1.0}'::float4[]"  # ts_rank_cd weights of D, C, B, A
 TOUCH_LOCK_TIMEOUT = "200ms"  # a read waits this long at most for its usage counters
 _CASTS = {"tags": "::text[]", "paths": "::text[]", "meta": "::jsonb"}
 _VALUES = [f"%s{_CASTS.get(c, '')}" for c in WRITTEN]
@@ -94,7 +97,8 @@ class PostgresStore:
     kind = "postgresql"
 
     def __init__(self, dsn: str, *, schema: str = "memdir", taxonomy: str = "memdir",
-                 clock: Callable[[], datetime] | None = None) -> None:
+                 clock: Callable[[], datetime] | None = None,
+                 semantic: bool | None = None) -> None:
         if not isinstance(schema, str) or not schema or "\x00" in schema:
             raise InvalidMemoryError(f"invalid schema name {schema!r}", "use e.g. memdir")
         self.dsn, self.schema = dsn, schema
@@ -102,7 +106,14 @@ class PostgresStore:
         self.clock = clock or now
         self.connections = Connections(dsn, schema)
         with self.connections.db() as conn:
-            self.vectors = migrate(conn, schema)  # pgvector there: embeddings table made
+            pgvector = migrate(conn, schema)
+        self.vectors = pgvector is not None  # pgvector there: the embeddings table made
+        self.embeddings = Embeddings(pgvector, semantic)
+
+    @property
+    def semantic(self) -> bool:
+        """Whether memories get vectors and searches rank by meaning as well as words."""
+        return self.embeddings.on
 
     def close(self) -> None:
         self.connections.close()
@@ -159,10 +170,12 @@ class PostgresStore:
                                           **fields))
             except TypeError as exc:
                 raise InvalidMemoryError(f"item {n}: {exc}", "use store()'s arguments") from None
+        computed = self.embeddings.compute(drafts)  # before the transaction: no lock waits
         with self.connections.db() as conn, conn.transaction():
             rows = [self._insert(conn, memory, _REINFORCE) for memory in drafts]
-        # A duplicate within the batch: every mention returns the memory as finally stored.
-        latest = {r["id"]: memory_from_row(r) for r in rows if r is not None}
+            # A duplicate within the batch: every mention returns the memory as last stored.
+            latest = {r["id"]: memory_from_row(r) for r in rows if r is not None}
+            self.embeddings.save(conn, latest.values(), computed)
         return [latest[r["id"]] for r in rows if r is not None]
 
     def put(self, memories: Iterable[Memory]) -> tuple[builtins.list[Memory],
@@ -173,6 +186,8 @@ class PostgresStore:
         why)."""
         written: list[Memory] = []
         skipped: list[tuple[Memory, str]] = []
+        memories = builtins.list(memories)
+        computed = self.embeddings.compute(memories)
         with self.connections.db() as conn, conn.transaction():
             for memory in memories:
                 if memory.scope not in SCOPES or memory.status not in STATUSES:
@@ -186,6 +201,7 @@ class PostgresStore:
                     skipped.append((memory, f"id {memory.id} already exists"))
                 else:
                     skipped.append((memory, "same content already stored"))
+            self.embeddings.save(conn, written, computed)
         return written, skipped
 
     def _modify(self, ref: str, change: Callable[[Memory], Memory]) -> Memory:
@@ -205,8 +221,10 @@ class PostgresStore:
                     f"memory {which} already has this content in scope {updated.scope}",
                     f"update or archive memory {which} instead, or change the content"
                 ) from None
-        assert row is not None
-        return memory_from_row(row)
+            assert row is not None
+            changed = memory_from_row(row)
+            self.embeddings.changed(conn, current, changed)
+        return changed
 
     def update(self, ref: str, *, content: str | None = None, name: str | None = None,
                description: str | None = None, tags: Iterable[str] | None = None,
@@ -280,56 +298,18 @@ class PostgresStore:
     def where_clause(self, types: Sequence[str] | None, scopes: Sequence[Scope] | None,
                      tags: Sequence[str] | None, status: str) -> tuple[str, builtins.list[Any]]:
         """The SQL condition and parameters of the filters (types resolved, unknown refused)."""
-        where: list[str] = ["TRUE"]
-        params: list[Any] = []
-        if status != "all":
-            if status not in STATUSES:
-                raise InvalidMemoryError(f"unknown status {status!r}",
-                                         "use active, archived or all")
-            where.append("status = %s")
-            params.append(status)
-        if types:
-            where.append("type = ANY(%s::text[])")
-            params.append([self.taxonomy.resolve(t) for t in types])
-        if scopes:
-            for scope in scopes:
-                if scope not in SCOPES:
-                    raise InvalidMemoryError(f"unknown scope {scope!r}",
-                                             "use user, project or team")
-            where.append("scope = ANY(%s::text[])")
-            params.append(list(scopes))
-        if tags:
-            where.append("tags && %s::text[]")
-            params.append(list(tags))
-        return " AND ".join(where), params
+        return where_clause(self.taxonomy, types, scopes, tags, status)
 
     def search(self, query: str, *, limit: int = 10, types: Sequence[str] | None = None,
                scopes: Sequence[Scope] | None = None, tags: Sequence[str] | None = None,
                include_archived: bool = False, touch: bool = True) -> builtins.list[Hit]:
-        """Full-text search (stemmed, any input safe), ranked by match × strength."""
-        if not isinstance(limit, int) or limit < 1:
-            raise InvalidMemoryError(f"limit must be at least 1, not {limit!r}")
-        where, params = self.where_clause(types, scopes, tags,
-                                    "all" if include_archived else "active")
-        terms = fts_query(query) if isinstance(query, str) else None
-        if terms is None:
-            return []
-        with self.connections.db() as conn:
-            rows = conn.execute(
-                f"SELECT {COLUMNS}, ts_rank_cd({RANK_WEIGHTS}, search, q) AS match "
-                "FROM memories, websearch_to_tsquery('english', %s) AS q "
-                f"WHERE search @@ q AND {where} ORDER BY match DESC, id LIMIT %s",
-                [terms, *params, max(limit * 4, 40)]).fetchall()
-        at = self.clock()
-        hits = []
-        for row in rows:
-            memory, match = memory_from_row(row), float(row["match"])
-            power = strength(memory, self.taxonomy, at)
-            hits.append(Hit(memory, match * rank_factor(power), match, power))
-        hits.sort(key=lambda h: (-h.score, h.memory.id))
+        """Full-text search (stemmed, any input safe), ranked by match × strength; with
+        vectors on, fused with the nearest by meaning (:mod:`memdir.postgres_search`)."""
+        hits = search(self, query, limit=limit, types=types, scopes=scopes, tags=tags,
+                      include_archived=include_archived)
         if touch:
-            self.touch(h.memory for h in hits[:limit])
-        return hits[:limit]
+            self.touch(h.memory for h in hits)
+        return hits
 
     def list(self, *, types: Sequence[str] | None = None, scopes: Sequence[Scope] | None = None,
              tags: Sequence[str] | None = None, status: str = "active",

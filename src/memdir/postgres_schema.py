@@ -1,4 +1,4 @@
-"""The PostgreSQL store's schema: named, ordered migrations and the optional vector table.
+"""The PostgreSQL store's schema: named, ordered migrations and the optional vector part.
 
 Invariants:
 - Everything lives in one schema (``memdir`` by default; tests use a fresh one each), so
@@ -15,19 +15,31 @@ Invariants:
 - One row per (scope, content): the unique index ``memories_content`` on
   (scope, norm_hash) is what lets concurrent writers of the same text end up with one row.
 - The ``embeddings`` table exists only where the ``vector`` extension (pgvector) can be
-  created. It is not a numbered migration: a database that gains pgvector later gets the
-  table at the next start. Nothing writes it yet; search uses the tsvector alone.
+  created (or already is, in any schema). It is not a numbered migration: a database that
+  gains pgvector later gets the table at the next start. One row per memory (deleted with
+  it), written by :mod:`memdir.postgres_vectors`; a row is never stale: the trigger
+  ``embeddings_stale`` deletes it in the same statement that changes the memory's name,
+  description or body, whoever the writer (a store with vectors off, psql), so the next
+  search fills it again. With pgvector >= 0.5 an HNSW index (cosine) covers the vectors of
+  :data:`memdir.embed.DIM` dimensions; older versions scan exactly (an ivfflat index built
+  over an empty table would cluster nothing and lose recall).
 """
 
 from __future__ import annotations
 
+import logging
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 from psycopg import sql
 from psycopg.rows import tuple_row
 
-__all__ = ["MIGRATIONS", "migrate"]
+from memdir.embed import DIM
+
+__all__ = ["MIGRATIONS", "Pgvector", "migrate"]
+
+log = logging.getLogger("memdir")
 
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     (
@@ -101,15 +113,48 @@ CREATE TABLE IF NOT EXISTS embeddings (
     id text PRIMARY KEY REFERENCES memories ON DELETE CASCADE,
     model text NOT NULL,
     norm_hash text NOT NULL,
-    vector public.vector NOT NULL
+    vector {pgvector}.vector NOT NULL
 )
+"""
+# AFTER, not BEFORE: the memory's new row is written whatever happens to its vector.
+_STALE = """
+CREATE OR REPLACE FUNCTION embeddings_stale() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM {schema}.embeddings WHERE id = NEW.id;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER embeddings_stale AFTER UPDATE OF name, description, body ON memories
+    FOR EACH ROW WHEN (OLD.name IS DISTINCT FROM NEW.name
+                       OR OLD.description IS DISTINCT FROM NEW.description
+                       OR OLD.body IS DISTINCT FROM NEW.body)
+    EXECUTE FUNCTION embeddings_stale();
+"""
+# A partial expression index: the column has no fixed size (HNSW needs one), and a vector
+# of another size must still be insertable.
+_HNSW = """
+CREATE INDEX IF NOT EXISTS {name} ON embeddings USING hnsw
+    ((vector::{pgvector}.vector({dim})) {pgvector}.vector_cosine_ops)
+    WHERE {pgvector}.vector_dims(vector) = {dim}
 """
 
 
-def migrate(conn: psycopg.Connection[Any], schema: str) -> bool:
+@dataclass(frozen=True)
+class Pgvector:
+    """The pgvector extension of a database: the schema of its type and operators, its
+    version."""
+
+    schema: str
+    version: tuple[int, ...]
+
+    @property
+    def hnsw(self) -> bool:
+        return self.version >= (0, 5)
+
+
+def migrate(conn: psycopg.Connection[Any], schema: str) -> Pgvector | None:
     """Create the schema and apply the missing migrations, serialised across processes by an
     advisory lock. ``conn`` must be in autocommit mode with ``search_path`` set to
-    ``schema``. Returns whether vector storage (pgvector) is available."""
+    ``schema``. Returns pgvector where vector storage is available, else None."""
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"memdir:{schema}",))
         conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
@@ -122,19 +167,49 @@ def migrate(conn: psycopg.Connection[Any], schema: str) -> bool:
                 conn.execute(statements.encode("utf-8"))  # no parameters: many statements
                 conn.execute("INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
                              (version, name))
-        return _vectors(conn)
+        return _vectors(conn, schema)
 
 
-def _vectors(conn: psycopg.Connection[Any]) -> bool:
-    """The embeddings table, where pgvector can be had; False (and nothing created) elsewhere."""
-    available = conn.execute(
-        "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone()
-    if available is None:
-        return False
+def _vectors(conn: psycopg.Connection[Any], schema: str) -> Pgvector | None:
+    """The embeddings table, its trigger and index, where pgvector can be had; None (and
+    nothing created) elsewhere."""
+    cur = conn.cursor(row_factory=tuple_row)
+    if cur.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone() \
+            is None:
+        return None
     try:
         with conn.transaction():  # a savepoint: a refused CREATE EXTENSION spoils nothing
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA public")
-            conn.execute(_VECTORS.encode("utf-8"))
+            row = cur.execute(
+                "SELECT n.nspname, e.extversion FROM pg_extension e JOIN pg_namespace n "
+                "ON n.oid = e.extnamespace WHERE e.extname = 'vector'").fetchone()
+            if row is None:
+                return None
+            found = Pgvector(row[0], _version(row[1]))
+            ext = sql.Identifier(found.schema)
+            conn.execute(sql.SQL(_VECTORS).format(pgvector=ext))
+            # Each made once, looked up first: CREATE would lock the table at every start.
+            if cur.execute("SELECT 1 FROM pg_trigger WHERE tgname = 'embeddings_stale' AND "
+                           "tgrelid = 'memories'::regclass").fetchone() is None:
+                conn.execute(sql.SQL(_STALE).format(schema=sql.Identifier(schema)))
     except psycopg.Error:
-        return False  # e.g. not allowed to create extensions: full-text search only
-    return True
+        return None  # e.g. not allowed to create extensions: full-text search only
+    index = f"embeddings_cosine_{DIM}"
+    if found.hnsw and cur.execute("SELECT to_regclass(%s)", (index,)).fetchone() == (None,):
+        try:
+            with conn.transaction():
+                conn.execute(sql.SQL(_HNSW).format(name=sql.Identifier(index), pgvector=ext,
+                                                   dim=sql.Literal(DIM)))
+        except psycopg.Error as exc:  # exact scans still find the nearest, only slower
+            log.warning("memdir: no HNSW index on the vectors (%s)", str(exc).strip())
+    return found
+
+
+def _version(text: str) -> tuple[int, ...]:
+    """``0.8.2`` as (0, 8, 2); a part that is not a number ends it."""
+    parts: list[int] = []
+    for part in text.split("."):
+        if not part.isdigit():
+            break
+        parts.append(int(part))
+    return tuple(parts)

@@ -1,0 +1,127 @@
+"""Search in the PostgreSQL store: the filters, the tsvector ranking, and the hybrid of words
+and meaning.
+
+Words: any input becomes a tsquery through :func:`memdir.search.fts_query` (quoted word
+tokens joined by OR, which ``websearch_to_tsquery`` parses without ever failing), ranked by
+``ts_rank_cd`` × :func:`memdir.search.rank_factor` of the memory's strength.
+
+Meaning, when the store's vectors are on (:mod:`memdir.postgres_vectors`): the words' ranking
+and the cosine ranking fused by reciprocal rank (:func:`memdir.hybrid.fuse`) × the bounded
+strength, as :func:`memdir.semantic.hybrid_search` does for the SQLite index, with its
+constants (``POOL``, ``SIMILARITY_FLOOR``, ``SEMANTIC_WEIGHT``).
+
+Invariants:
+- Both rankings apply the same filters, built once by :func:`where_clause` (types resolved
+  against the taxonomy, an unknown type, scope or status refused).
+- No input makes a search raise: what yields no words ranks by meaning alone, or finds
+  nothing.
+- A search embeds at most :data:`memdir.semantic.BATCH` memories that lack a vector first
+  (see :meth:`memdir.postgres_vectors.Embeddings.fill`), so it never waits for a whole
+  store to be embedded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from memdir.errors import InvalidMemoryError
+from memdir.hybrid import fuse
+from memdir.model import SCOPES, STATUSES, Hit, Scope
+from memdir.postgres_conn import COLUMNS, memory_from_row
+from memdir.search import fts_query, rank_factor, strength
+from memdir.semantic import POOL, SEMANTIC_WEIGHT
+from memdir.taxonomy import Taxonomy
+
+if TYPE_CHECKING:
+    from memdir.postgres import PostgresStore
+
+__all__ = ["RANK_WEIGHTS", "fts", "hybrid", "search", "where_clause"]
+
+RANK_WEIGHTS = "'{0.1, 0.2, 0.4, 1.0}'::float4[]"  # ts_rank_cd weights of D, C, B, A
+
+
+def where_clause(taxonomy: Taxonomy, types: Sequence[str] | None,
+                 scopes: Sequence[Scope] | None, tags: Sequence[str] | None,
+                 status: str) -> tuple[str, list[Any]]:
+    """The SQL condition on ``memories`` and its parameters (types resolved, unknown
+    refused)."""
+    where: list[str] = ["TRUE"]
+    params: list[Any] = []
+    if status != "all":
+        if status not in STATUSES:
+            raise InvalidMemoryError(f"unknown status {status!r}",
+                                     "use active, archived or all")
+        where.append("status = %s")
+        params.append(status)
+    if types:
+        where.append("type = ANY(%s::text[])")
+        params.append([taxonomy.resolve(t) for t in types])
+    if scopes:
+        for scope in scopes:
+            if scope not in SCOPES:
+                raise InvalidMemoryError(f"unknown scope {scope!r}",
+                                         "use user, project or team")
+        where.append("scope = ANY(%s::text[])")
+        params.append(list(scopes))
+    if tags:
+        where.append("tags && %s::text[]")
+        params.append(list(tags))
+    return " AND ".join(where), params
+
+
+def search(store: PostgresStore, query: str, *, limit: int, types: Sequence[str] | None,
+           scopes: Sequence[Scope] | None, tags: Sequence[str] | None,
+           include_archived: bool) -> list[Hit]:
+    """The best ``limit`` hits for ``query`` (no access counted: the caller does)."""
+    if not isinstance(limit, int) or limit < 1:
+        raise InvalidMemoryError(f"limit must be at least 1, not {limit!r}")
+    where, params = where_clause(store.taxonomy, types, scopes, tags,
+                                 "all" if include_archived else "active")
+    text = query if isinstance(query, str) else ""  # the API may hand over anything
+    if not text.strip():
+        return []
+    if store.embeddings.embedder is not None:
+        return hybrid(store, text, where, params, limit)
+    terms = fts_query(text)
+    return fts(store, terms, where, params, limit) if terms else []
+
+
+def fts(store: PostgresStore, terms: str, where: str, params: Sequence[Any],
+        limit: int) -> list[Hit]:
+    """The best ``limit`` memories matching a tsquery and the filters, by match × strength."""
+    with store.connections.db() as conn:
+        rows = conn.execute(
+            f"SELECT {COLUMNS}, ts_rank_cd({RANK_WEIGHTS}, search, q) AS match "
+            "FROM memories, websearch_to_tsquery('english', %s) AS q "
+            f"WHERE search @@ q AND {where} ORDER BY match DESC, id LIMIT %s",
+            [terms, *params, max(limit * 4, 40)]).fetchall()
+    at = store.clock()
+    hits = []
+    for row in rows:
+        memory, match = memory_from_row(row), float(row["match"])
+        power = strength(memory, store.taxonomy, at)
+        hits.append(Hit(memory, match * rank_factor(power), match, power))
+    hits.sort(key=lambda h: (-h.score, h.memory.id))
+    return hits[:limit]
+
+
+def hybrid(store: PostgresStore, query: str, where: str, params: Sequence[Any],
+           limit: int) -> list[Hit]:
+    """The tsvector and cosine rankings fused (RRF) × bounded strength, best first."""
+    embeddings = store.embeddings
+    # One batch at most: the rest is filled by later searches.
+    embeddings.fill(store.connections, lazy=True)
+    terms = fts_query(query)
+    lexical = fts(store, terms, where, params, max(POOL // 2, limit)) if terms else []
+    memories = {h.memory.id: h.memory for h in lexical}
+    with store.connections.db() as conn:
+        near = embeddings.nearest(conn, query, where, params)
+    for memory, _ in near:  # above the similarity floor only: below it is noise, not meaning
+        memories.setdefault(memory.id, memory)
+    semantic = [m.id for m, _ in near]
+    at = store.clock()
+    power = {key: strength(m, store.taxonomy, at) for key, m in memories.items()}
+    fused = fuse([h.memory.id for h in lexical], semantic, power,
+                 semantic_weight=SEMANTIC_WEIGHT, limit=limit)
+    return [Hit(memories[key], score, match, power[key]) for key, score, match in fused]
