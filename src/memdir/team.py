@@ -19,7 +19,6 @@ Without a server nothing here touches the network, and nothing network-related i
 from __future__ import annotations
 
 import contextlib
-import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -36,7 +35,12 @@ if TYPE_CHECKING:
 
 __all__ = ["Team"]
 
-log = logging.getLogger("memdir")
+
+def _warn(message: str, *args: object) -> None:
+    import logging  # only on a failure: logging costs ~3 ms of every command's start
+
+    logging.getLogger("memdir").warning(message, *args)
+
 
 # Fields a PATCH can change (docs/api.md), as Memory attribute -> API key.
 _PATCHABLE = {"body": "content", "name": "name", "description": "description", "tags": "tags",
@@ -101,12 +105,12 @@ class Team:
             mark_pull(root, ok=False, error=message)
             if force:
                 raise
-            log.warning("memdir: team memories not updated, using the local mirror: %s "
+            _warn("memdir: team memories not updated, using the local mirror: %s "
                         "(hint: %s)", message, getattr(exc, "hint", ServerError.default_hint))
             return None
         mark_pull(root, ok=True, report=report)
         for refused in report.refused:
-            log.warning("memdir: refused a team memory from %s: %s", report.url, refused)
+            _warn("memdir: refused a team memory from %s: %s", report.url, refused)
         return report
 
     def _pull_if_due(self) -> None:
