@@ -35,7 +35,14 @@ from memdir.context_format import (
 from memdir.errors import InvalidMemoryError
 from memdir.model import SCOPES, Memory, Scope
 from memdir.postgres_conn import COLUMNS, memory_from_row
-from memdir.recall import MAX_SESSION_BYTES, SPARES, Recall, Recalled, check_request, cut_body
+from memdir.recall import (
+    MAX_SESSION_BYTES,
+    SPARES,
+    Recall,
+    Recalled,
+    check_request,
+    claim_in_order,
+)
 from memdir.search import fts_query
 from memdir.taxonomy import Taxonomy
 
@@ -117,29 +124,19 @@ def _claim(store: PostgresStore, session_id: str, memories: Sequence[Memory],
     """Claim up to ``limit`` memories for the session, in order, within its byte budget;
     one that another process claimed first is passed over."""
     at = store.clock()
-    out: list[Recalled] = []
     with store.connections.db() as conn, conn.transaction():
         conn.execute("INSERT INTO recall_sessions (session_id, started, updated) VALUES "
                      "(%s, %s, %s) ON CONFLICT DO NOTHING", (session_id, at, at))
         row = conn.execute("SELECT bytes FROM recall_sessions WHERE session_id = %s "
                            "FOR UPDATE", (session_id,)).fetchone()
-        used = int(row["bytes"]) if row else 0
-        for memory in memories:
-            if len(out) >= limit:
-                break
-            content, truncated = cut_body(memory.body)
-            size = len(content.encode("utf-8"))
-            if used + size > MAX_SESSION_BYTES:
-                break
-            claimed = conn.execute(  # a memory deleted meanwhile is simply not claimed
+
+        def claim(memory: Memory) -> bool:  # a memory deleted meanwhile is not claimed
+            return conn.execute(
                 "INSERT INTO recall_surfaced (session_id, id, surfaced) SELECT %s, id, %s "
                 "FROM memories WHERE id = %s ON CONFLICT DO NOTHING RETURNING id",
-                (session_id, at, memory.id)).fetchone()
-            if claimed is None:
-                continue
-            used += size
-            days = max(0, int((at - memory.updated).total_seconds() // 86400))
-            out.append(Recalled(memory, content, days, truncated))
+                (session_id, at, memory.id)).fetchone() is not None
+
+        out, used = claim_in_order(memories, limit, int(row["bytes"]) if row else 0, claim, at)
         conn.execute("UPDATE recall_sessions SET bytes = %s, recalls = recalls + 1, "
                      "updated = %s WHERE session_id = %s", (used, at, session_id))
     return out, used

@@ -44,6 +44,7 @@ __all__ = [
     "Recall",
     "Recalled",
     "check_request",
+    "claim_in_order",
     "cut_body",
     "freshness_warning",
     "memory_age",
@@ -246,29 +247,41 @@ def _claim(index: Index, session_id: str, memories: Sequence[Memory], at: dateti
            limit: int) -> tuple[list[Recalled], int]:
     """Record up to ``limit`` of the memories, in order, as surfaced in this session, within
     its byte budget; one already claimed by another process is passed over."""
-    out: list[Recalled] = []
     stamp = format_time(at)
     with index.write() as conn:
         used, _ = _session(conn, session_id)
         conn.execute("INSERT OR IGNORE INTO recall_sessions (session_id, started, updated) "
                      "VALUES (?, ?, ?)", (session_id, stamp, stamp))
-        for memory in memories:
-            if len(out) >= limit:
-                break
-            content, truncated = cut_body(memory.body)
-            size = len(content.encode("utf-8"))
-            if used + size > MAX_SESSION_BYTES:
-                break
-            claimed = conn.execute(
+
+        def claim(memory: Memory) -> bool:  # False: another process surfaced it just now
+            return conn.execute(
                 "INSERT OR IGNORE INTO recall_surfaced (session_id, dir, id, surfaced) "
-                "VALUES (?, ?, ?, ?)", (session_id, *_where(memory), stamp)).rowcount
-            if claimed != 1:
-                continue  # another process surfaced it a moment ago
-            used += size
-            days = max(0, int((at - memory.updated).total_seconds() // 86400))
-            out.append(Recalled(memory, content, days, truncated))
+                "VALUES (?, ?, ?, ?)", (session_id, *_where(memory), stamp)).rowcount == 1
+
+        out, used = claim_in_order(memories, limit, used, claim, at)
         conn.execute("UPDATE recall_sessions SET bytes = ?, recalls = recalls + 1, "
                      "updated = ? WHERE session_id = ?", (used, stamp, session_id))
+    return out, used
+
+
+def claim_in_order(memories: Sequence[Memory], limit: int, used: int,
+                   claim: Callable[[Memory], bool], at: datetime) -> tuple[list[Recalled], int]:
+    """Every store's claiming rule: in order, up to ``limit``, each body cut at 4 KB, until
+    the session's 60 KB would be passed; ``claim`` records one as surfaced (False: it was
+    already). Returns the claimed memories and the session's bytes after them."""
+    out: list[Recalled] = []
+    for memory in memories:
+        if len(out) >= limit:
+            break
+        content, truncated = cut_body(memory.body)
+        size = len(content.encode("utf-8"))
+        if used + size > MAX_SESSION_BYTES:
+            break
+        if not claim(memory):
+            continue
+        used += size
+        days = max(0, int((at - memory.updated).total_seconds() // 86400))
+        out.append(Recalled(memory, content, days, truncated))
     return out, used
 
 
