@@ -79,6 +79,26 @@ print("ok")
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
 
 
+def _vectors(md: Memdir) -> int:
+    return int(md.index.conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
+
+
+def test_a_warm_model_embeds_new_memories_at_write_time(home: Path, repo: Path) -> None:
+    with Memdir(home=home, project=repo, sync_interval=0, semantic=True) as md:
+        _store(md)
+        assert _vectors(md) == 0  # the model is not loaded yet: left to searches and reindex
+        md.search("release pipelines")  # loads the model (and fills the missing vectors)
+        assert _vectors(md) == 3
+        md.store("Kubernetes rollouts wait for the readiness probe", type="fact")
+        assert _vectors(md) == 4  # at once, no search needed
+        md.store_many([{"content": f"Service {n} listens on port {8000 + n}", "type": "fact"}
+                       for n in range(5)])
+        assert _vectors(md) == 9  # the batch, in one go
+    with Memdir(home=home, project=repo, sync_interval=0, semantic=False) as md:
+        md.store("Words-only processes never load the model", type="fact")
+        assert _vectors(md) == 9
+
+
 def test_vectors_follow_the_files(home: Path, repo: Path) -> None:
     with Memdir(home=home, project=repo, sync_interval=0, semantic=True) as md:
         ids = _store(md)

@@ -55,6 +55,17 @@ class Vectors:
             self._embedder = load_embedder() or False
         return self._embedder or None
 
+    def _vectors_after_write(self, count: int) -> None:
+        """With the model already loaded (a long-lived library user, the MCP server, the
+        daemon), new memories get their vectors now, in one batch; a process that has not
+        loaded it (the CLI, a hook, a bulk import) leaves them to searches, the daemon's idle
+        time or ``reindex --embeddings``: loading it costs ~0.4 s, embedding 10k ~100 s."""
+        if count and self._embedder:
+            from memdir.semantic import fill_vectors
+
+            md = self._vectors_md()
+            fill_vectors(md.index, md._dirs(), self._embedder, most=count)
+
     def embed_memories(self, progress: Any = None) -> int:
         """Compute the missing or stale vectors of every memory in play; how many."""
         from memdir.semantic import fill_vectors
