@@ -31,7 +31,6 @@ Invariants:
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 import weakref
@@ -45,6 +44,7 @@ from memdir.model import Memory
 from memdir.postgres_conn import COLUMNS, Conn, memory_from_row
 from memdir.semantic import BATCH, POOL, SIMILARITY_FLOOR, vector_text
 from memdir.store import norm_hash
+from memdir.vectors import semantic_wanted
 
 if TYPE_CHECKING:
     from memdir.embed import Embedder
@@ -83,15 +83,7 @@ class Embeddings:
     def on(self) -> bool:
         """Whether this store writes vectors and searches by meaning as well as words."""
         if self._on is None:
-            off = self._semantic is False or (
-                self._semantic is None and os.environ.get("MEMDIR_SEMANTIC", "").strip()
-                .lower() in ("0", "off", "false", "no"))
-            if self.pgvector is None or off:
-                self._on = False
-            else:
-                from memdir.embed import available  # finds packages and model files: once
-
-                self._on = available()
+            self._on = self.pgvector is not None and semantic_wanted(self._semantic)
         return self._on
 
     @property

@@ -16,7 +16,19 @@ if TYPE_CHECKING:
     from memdir.embed import Embedder
     from memdir.memdir import Memdir
 
-__all__ = ["Vectors"]
+__all__ = ["Vectors", "semantic_wanted"]
+
+
+def semantic_wanted(setting: bool | None) -> bool:
+    """Whether a store searches by meaning: not turned off (``setting`` False, or, when it is
+    None, ``MEMDIR_SEMANTIC=0``) and the ``embed`` extra installed. Every store asks this."""
+    off = setting is False or (setting is None and os.environ.get(
+        "MEMDIR_SEMANTIC", "").strip().lower() in ("0", "off", "false", "no"))
+    if off:
+        return False
+    from memdir.embed import available  # finds packages and model files
+
+    return available()
 
 
 class Vectors:
@@ -33,15 +45,7 @@ class Vectors:
     def semantic(self) -> bool:
         """Whether searches here rank by meaning as well as words (the extra is needed)."""
         if self._semantic_on is None:
-            off = self._semantic is False or (
-                self._semantic is None and os.environ.get("MEMDIR_SEMANTIC", "").strip()
-                .lower() in ("0", "off", "false", "no"))
-            if off:
-                self._semantic_on = False
-            else:
-                from memdir.embed import available  # finds packages and model files: once
-
-                self._semantic_on = available()
+            self._semantic_on = semantic_wanted(self._semantic)
         return self._semantic_on
 
     @property
