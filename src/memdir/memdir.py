@@ -136,9 +136,7 @@ class Memdir(Capture, Upkeep, Vectors, Transfers, Team):
                              tags=tags, paths=paths, relevance=relevance, meta=meta,
                              source=source)
         self._sync()
-        stored = self._write_new(scope, [memory])[0]
-        self._vectors_after_write(1)
-        return stored
+        return self._write_new(scope, [memory])[0]
 
     def store_many(self, items: Iterable[Mapping[str, Any]]) -> list[Memory]:
         """Store many memories in one transaction per scope; all are validated first."""
@@ -163,7 +161,6 @@ class Memdir(Capture, Upkeep, Vectors, Transfers, Team):
             stored = self._write_new(scope, [m for _, m in pairs])
             for (n, _), memory in zip(pairs, stored, strict=True):
                 out[n] = memory
-        self._vectors_after_write(count)
         return [m for m in out if m is not None]
 
     def _find(self, ref: str, scopes: Iterable[Scope] | None = None) -> Memory:

@@ -159,10 +159,15 @@ class Team:
         return placed
 
     def _write_new(self, scope: Scope, memories: Sequence[Memory]) -> list[Memory]:
-        """Store drafted memories: through the server for the team scope, else locally."""
+        """Store drafted memories: through the server for the team scope, else locally; then
+        their vectors when the model is warm (the facade's one funnel for new memories)."""
         md = self._team_md()
-        if not self._remote(scope):
-            return st.write_new(md.index, md.directory(scope), memories)
+        out = self._send_new(memories) if self._remote(scope) else st.write_new(
+            md.index, md.directory(scope), memories)
+        md._vectors_after_write(len(out))
+        return out
+
+    def _send_new(self, memories: Sequence[Memory]) -> list[Memory]:
         out = []
         for memory in memories:
             fields: dict[str, Any] = {
