@@ -26,12 +26,10 @@ Invariants:
 
 from __future__ import annotations
 
-import json
-import math
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memdir.context_format import (
     FORMATS,
@@ -44,44 +42,33 @@ from memdir.context_format import (
 from memdir.errors import InvalidMemoryError
 from memdir.index import row_to_memory
 from memdir.model import RELEVANCE_WORDS, Memory
+from memdir.ranking import JOIN, PATH_BOOST, POOL, Ranking, active_where, types_of
 from memdir.search import (
-    HALF_LIFE_DAYS,
-    TEMPORARY_HALF_LIFE_DAYS,
     glob_matches,
     run_search,
     strength,
 )
-from memdir.taxonomy import Taxonomy, TypeSpec
+from memdir.taxonomy import Taxonomy
 
 if TYPE_CHECKING:
     from memdir.store import MemoryDir
 
-__all__ = ["B_THRESHOLD", "PATH_BOOST", "Context", "active_strengths", "build_context"]
+__all__ = ["B_THRESHOLD", "Context", "build_context"]
 
 HIGH = RELEVANCE_WORDS["high"]
 B_THRESHOLD = 0.1  # the strength below which consolidation archives a memory (seed 002)
-PATH_BOOST = 1.5
 PROCEDURES = 3
 A_SHARE = 0.6  # of the budget at most for layer A
 C_RESERVE = 0.15  # of the budget kept from layer B for procedures, when there are any
-POOL = 400  # candidates ranked per layer; more never fit an injection budget
 POOL_C = 50  # procedures loaded per group (proven / not) to order them by match
 QUERY_HITS = 30  # matches for the query considered (each is loaded whole)
 MIN_ITEM_TOKENS = 4  # "- " and a few words: below this remaining budget nothing fits
 GIVE_UP_AFTER = 10  # consecutive candidates that did not fit: the budget is effectively full
 
 
-def _where(dirs: Sequence[MemoryDir]) -> tuple[str, list[Any]]:
-    return (f"m.dir IN ({','.join('?' * len(dirs))}) AND m.status = 'active'",
-            [d.key for d in dirs])
-
-
-_JOIN = "FROM memories m LEFT JOIN usage u ON u.dir = m.dir AND u.id = m.id"
-
-
 def _load(conn: sqlite3.Connection, rowids: Sequence[int]) -> dict[int, Memory]:
     rows = conn.execute(
-        f"SELECT m.*, u.access_count, u.last_accessed {_JOIN} "
+        f"SELECT m.*, u.access_count, u.last_accessed {JOIN} "
         f"WHERE m.rowid IN ({','.join('?' * len(rowids))})", list(rowids)).fetchall()
     return {row["rowid"]: row_to_memory(row) for row in rows}
 
@@ -95,134 +82,6 @@ def _paged(conn: sqlite3.Connection, ranked: Sequence[tuple[int, float]],
         for rowid, score in chunk:
             if rowid in loaded:
                 yield loaded[rowid], score
-
-
-def _ensure_math(conn: sqlite3.Connection) -> None:
-    """SQLite builds without the math functions get Python ones (same results, slower)."""
-    try:
-        conn.execute("SELECT pow(2, 3), ln(2)").fetchone()
-    except sqlite3.OperationalError:
-        conn.create_function("pow", 2, lambda a, b: float(a) ** float(b), deterministic=True)
-        conn.create_function("ln", 1, lambda a: math.log(a), deterministic=True)
-
-
-def _types_of(dirs: Sequence[MemoryDir], test: Callable[[TypeSpec], bool]) -> tuple[str, list[Any]]:
-    """An SQL condition: the memory's type (in its directory's taxonomy) passes ``test``."""
-    if len({d.taxonomy.preset for d in dirs}) == 1:  # the usual case: no need to test m.dir
-        names = [t.name for t in dirs[0].taxonomy.types if test(t)]
-        return (f"m.type IN ({','.join('?' * len(names))})" if names else "0"), names
-    parts, params = [], []
-    for d in dirs:
-        names = [t.name for t in d.taxonomy.types if test(t)]
-        if names:
-            parts.append(f"(m.dir = ? AND m.type IN ({','.join('?' * len(names))}))")
-            params.extend([d.key, *names])
-    return (f"({' OR '.join(parts)})" if parts else "0"), params
-
-
-def _weighs(weight: float) -> Callable[[TypeSpec], bool]:
-    return lambda spec: spec.weight == weight
-
-
-def _strength_sql(dirs: Sequence[MemoryDir], at: datetime) -> tuple[str, list[Any]]:
-    """search.strength() as one SQL expression, so SQLite ranks a large store in C."""
-    weights, params = [], []
-    for weight in sorted({t.weight for d in dirs for t in d.taxonomy.types}):
-        cond, cparams = _types_of(dirs, _weighs(weight))
-        weights.append(f"WHEN {cond} THEN {weight!r}")
-        params.extend(cparams)
-    weight_sql = f"(CASE {' '.join(weights)} ELSE 0.7 END)" if weights else "0.7"
-    temporary, tparams = _types_of(dirs, lambda t: t.temporary)
-    expr = (f"{weight_sql} * m.relevance * pow(0.5, max(0.0, ? - max(julianday(m.updated), "
-            f"COALESCE(julianday(u.last_accessed), 0))) / (CASE WHEN {temporary} THEN "
-            f"{TEMPORARY_HALF_LIFE_DAYS} ELSE {HALF_LIFE_DAYS} END)) * "
-            f"(1 + 0.25 * ln(1 + max(0, m.reinforced + COALESCE(u.access_count, 0))))")
-    return expr, [*params, _julian(at), *tparams]
-
-
-def active_strengths(conn: sqlite3.Connection, dirs: Sequence[MemoryDir],
-                     at: datetime) -> list[float]:
-    """The strength of every active memory of ``dirs`` (``memdir stats``' histogram)."""
-    if not dirs:
-        return []
-    _ensure_math(conn)
-    where, params = _where(dirs)
-    expr, sparams = _strength_sql(dirs, at)
-    return [float(r[0]) for r in conn.execute(f"SELECT {expr} {_JOIN} WHERE {where}",
-                                              [*sparams, *params])]
-
-
-Ranked = list[tuple[int, float, bool]]
-
-
-def _ranked(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], at: datetime,
-            paths: Sequence[str] | None) -> tuple[Ranked, Ranked]:
-    """(rowid, strength × path boost, proven) of active memories, strongest first, at most
-    ``POOL`` each of the other types (layer B) and of the procedural ones (layer C).
-
-    SQLite computes each strength once (the two queries split the rows by type) and keeps
-    the best with a bounded top-k sort; only then does Python look at rows."""
-    _ensure_math(conn)
-    where, params = _where(dirs)
-    kind, kparams = _types_of(dirs, lambda t: t.layer == "procedural")
-    expr, sparams = _strength_sql(dirs, at)
-    out: list[Ranked] = []
-    for procedural in (False, True):
-        proven = ("COALESCE(json_extract(m.meta, '$.success_count'), 0) > 0" if procedural
-                  else "0")
-        sql = (f"SELECT m.rowid, {expr} AS s, {proven} {_JOIN} WHERE {where} AND "
-               f"{'' if procedural else 'NOT '}{kind}")
-        args = [*sparams, *params, *kparams]
-        found = {row[0]: row for row in conn.execute(
-            f"{sql} ORDER BY s DESC, m.rowid LIMIT {POOL}", args)}
-        boosted: set[int] = set()
-        if paths:  # memories about the files at hand may rank anywhere: find them all
-            candidates = conn.execute(
-                f"SELECT m.rowid, m.paths FROM memories m WHERE {where} AND m.paths != '[]' "
-                f"AND {'' if procedural else 'NOT '}{kind}", [*params, *kparams]).fetchall()
-            boosted = {r for r, globs in candidates if glob_matches(json.loads(globs), paths)}
-            missing = [r for r in boosted if r not in found]
-            if missing:
-                found.update({row[0]: row for row in conn.execute(
-                    f"{sql} AND m.rowid IN ({','.join('?' * len(missing))})",
-                    [*args, *missing])})
-        ranked = [(rowid, float(value) * (PATH_BOOST if rowid in boosted else 1.0),
-                   bool(is_proven)) for rowid, value, is_proven in found.values()]
-        ranked.sort(key=lambda t: (-t[1], t[0]))
-        out.append(ranked)
-    return out[0], out[1]
-
-
-class _Ranking:
-    """:func:`_ranked`, computed on first use: when layer A fills the budget, never."""
-
-    def __init__(self, conn: sqlite3.Connection, dirs: Sequence[MemoryDir], at: datetime,
-                 paths: Sequence[str] | None) -> None:
-        self._args = (conn, dirs, at, paths)
-        self._result: tuple[Ranked, Ranked] | None = None
-
-    def _get(self) -> tuple[Ranked, Ranked]:
-        if self._result is None:
-            self._result = _ranked(*self._args)
-        return self._result
-
-    def other(self) -> Ranked:
-        return self._get()[0]
-
-    def procedures(self) -> Ranked:
-        return self._get()[1]
-
-    def has_procedures(self) -> bool:
-        """Whether any active procedure exists: one indexed query, no ranking."""
-        conn, dirs, _, _ = self._args
-        where, params = _where(dirs)
-        kind, kparams = _types_of(dirs, lambda t: t.layer == "procedural")
-        return conn.execute(f"SELECT 1 FROM memories m WHERE {where} AND {kind} LIMIT 1",
-                            [*params, *kparams]).fetchone() is not None
-
-
-def _julian(at: datetime) -> float:
-    return at.timestamp() / 86400.0 + 2440587.5
 
 
 def _key(memory: Memory) -> tuple[str, str]:
@@ -247,8 +106,8 @@ def _layer_a(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], query: str | N
         for hit in hits:
             matched.add(_key(hit.memory))
             yield hit.memory, hit.strength
-    where, params = _where(dirs)
-    kind, kparams = _types_of(dirs, lambda t: t.baseline)
+    where, params = active_where(dirs)
+    kind, kparams = types_of(dirs, lambda t: t.baseline)
     rows = conn.execute(
         f"SELECT m.rowid FROM memories m WHERE {where} AND m.relevance >= ? AND {kind} "
         f"ORDER BY m.relevance DESC, m.updated DESC, m.file LIMIT {POOL}",
@@ -261,7 +120,7 @@ def _layer_a(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], query: str | N
 
 def _layer_b(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], query: str | None,
              paths: Sequence[str] | None, at: datetime,
-             ranking: _Ranking) -> Iterator[tuple[Memory, float]]:
+             ranking: Ranking) -> Iterator[tuple[Memory, float]]:
     matched: set[tuple[str, str]] = set()
     if query:
         procedural = {(d.key, t.name) for d in dirs for t in d.taxonomy.types
@@ -282,7 +141,7 @@ def _layer_b(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], query: str | N
 
 
 def _layer_c(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], query: str | None,
-             at: datetime, ranking: _Ranking) -> Iterator[tuple[Memory, float]]:
+             at: datetime, ranking: Ranking) -> Iterator[tuple[Memory, float]]:
     ranked = ranking.procedures()
     if not ranked:
         return
@@ -392,7 +251,7 @@ def build_context(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], *, index:
     filler = _Filler(form, budget_tokens, taxonomies, limit)
     query = query.strip() if query and query.strip() else None
     if dirs:
-        ranking = _Ranking(conn, dirs, at, paths)
+        ranking = Ranking(conn, dirs, at, paths)
         budget = budget_tokens
         # Shares keep one layer from starving the next (a store with thousands of always-on
         # memories would otherwise never show anything about the task): A takes at most

@@ -183,7 +183,7 @@ def _by_search(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], prompt: str,
         conn, prompt, dirs, types=[], tags=None, include_archived=False, paths=None,
         limit=wanted, at=at)
     if paths:  # memories about the files at hand first
-        from memdir.context import PATH_BOOST
+        from memdir.ranking import PATH_BOOST
         from memdir.search import glob_matches
 
         hits.sort(key=lambda h: -h.score * (PATH_BOOST if glob_matches(h.memory.paths, paths)

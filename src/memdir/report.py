@@ -57,7 +57,7 @@ STRENGTH_BINS = ((0.1, "< 0.1 (archived by consolidation)"), (0.25, "0.1-0.25"),
 
 def _strength_histogram(md: Memdir, dirs: Sequence[MemoryDir]) -> dict[str, int]:
     """Active memories per strength band, strength as context ranks it (one SQL formula)."""
-    from memdir.context import active_strengths
+    from memdir.ranking import active_strengths
 
     out = {label: 0 for _, label in STRENGTH_BINS}
     for value in active_strengths(md.index.conn, dirs, md._clock()):

@@ -1,0 +1,167 @@
+"""Ranking active memories by strength inside SQLite, for session-start context (layers B
+and C) and ``memdir stats``' histogram.
+
+:func:`memdir.search.strength` written as one SQL expression (type weight × relevance ×
+half-life decay from the last update or access × reinforcement), so SQLite ranks a large
+store in C with a bounded top-k sort and Python sees only the best ``POOL`` rows. Invariants:
+the SQL gives the same value as ``strength()`` for every memory (``tests/test_context.py``);
+only active memories of the directories asked for are ranked; a memory whose ``paths`` globs
+cover a file at hand is multiplied by ``PATH_BOOST`` wherever it ranks.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from memdir.search import HALF_LIFE_DAYS, TEMPORARY_HALF_LIFE_DAYS, glob_matches
+from memdir.taxonomy import TypeSpec
+
+if TYPE_CHECKING:
+    from memdir.store import MemoryDir
+
+__all__ = ["JOIN", "PATH_BOOST", "POOL", "Ranked", "Ranking", "active_strengths",
+           "active_where", "ensure_math", "types_of"]
+
+PATH_BOOST = 1.5
+POOL = 400  # candidates ranked per layer; more never fit an injection budget
+
+
+def active_where(dirs: Sequence[MemoryDir]) -> tuple[str, list[Any]]:
+    return (f"m.dir IN ({','.join('?' * len(dirs))}) AND m.status = 'active'",
+            [d.key for d in dirs])
+
+
+JOIN = "FROM memories m LEFT JOIN usage u ON u.dir = m.dir AND u.id = m.id"
+
+
+def ensure_math(conn: sqlite3.Connection) -> None:
+    """SQLite builds without the math functions get Python ones (same results, slower)."""
+    try:
+        conn.execute("SELECT pow(2, 3), ln(2)").fetchone()
+    except sqlite3.OperationalError:
+        conn.create_function("pow", 2, lambda a, b: float(a) ** float(b), deterministic=True)
+        conn.create_function("ln", 1, lambda a: math.log(a), deterministic=True)
+
+
+def types_of(dirs: Sequence[MemoryDir], test: Callable[[TypeSpec], bool]) -> tuple[str, list[Any]]:
+    """An SQL condition: the memory's type (in its directory's taxonomy) passes ``test``."""
+    if len({d.taxonomy.preset for d in dirs}) == 1:  # the usual case: no need to test m.dir
+        names = [t.name for t in dirs[0].taxonomy.types if test(t)]
+        return (f"m.type IN ({','.join('?' * len(names))})" if names else "0"), names
+    parts, params = [], []
+    for d in dirs:
+        names = [t.name for t in d.taxonomy.types if test(t)]
+        if names:
+            parts.append(f"(m.dir = ? AND m.type IN ({','.join('?' * len(names))}))")
+            params.extend([d.key, *names])
+    return (f"({' OR '.join(parts)})" if parts else "0"), params
+
+
+def _weighs(weight: float) -> Callable[[TypeSpec], bool]:
+    return lambda spec: spec.weight == weight
+
+
+def _strength_sql(dirs: Sequence[MemoryDir], at: datetime) -> tuple[str, list[Any]]:
+    """search.strength() as one SQL expression, so SQLite ranks a large store in C."""
+    weights, params = [], []
+    for weight in sorted({t.weight for d in dirs for t in d.taxonomy.types}):
+        cond, cparams = types_of(dirs, _weighs(weight))
+        weights.append(f"WHEN {cond} THEN {weight!r}")
+        params.extend(cparams)
+    weight_sql = f"(CASE {' '.join(weights)} ELSE 0.7 END)" if weights else "0.7"
+    temporary, tparams = types_of(dirs, lambda t: t.temporary)
+    expr = (f"{weight_sql} * m.relevance * pow(0.5, max(0.0, ? - max(julianday(m.updated), "
+            f"COALESCE(julianday(u.last_accessed), 0))) / (CASE WHEN {temporary} THEN "
+            f"{TEMPORARY_HALF_LIFE_DAYS} ELSE {HALF_LIFE_DAYS} END)) * "
+            f"(1 + 0.25 * ln(1 + max(0, m.reinforced + COALESCE(u.access_count, 0))))")
+    return expr, [*params, _julian(at), *tparams]
+
+
+def active_strengths(conn: sqlite3.Connection, dirs: Sequence[MemoryDir],
+                     at: datetime) -> list[float]:
+    """The strength of every active memory of ``dirs`` (``memdir stats``' histogram)."""
+    if not dirs:
+        return []
+    ensure_math(conn)
+    where, params = active_where(dirs)
+    expr, sparams = _strength_sql(dirs, at)
+    return [float(r[0]) for r in conn.execute(f"SELECT {expr} {JOIN} WHERE {where}",
+                                              [*sparams, *params])]
+
+
+Ranked = list[tuple[int, float, bool]]
+
+
+def _ranked(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], at: datetime,
+            paths: Sequence[str] | None) -> tuple[Ranked, Ranked]:
+    """(rowid, strength × path boost, proven) of active memories, strongest first, at most
+    ``POOL`` each of the other types (layer B) and of the procedural ones (layer C).
+
+    SQLite computes each strength once (the two queries split the rows by type) and keeps
+    the best with a bounded top-k sort; only then does Python look at rows."""
+    ensure_math(conn)
+    where, params = active_where(dirs)
+    kind, kparams = types_of(dirs, lambda t: t.layer == "procedural")
+    expr, sparams = _strength_sql(dirs, at)
+    out: list[Ranked] = []
+    for procedural in (False, True):
+        proven = ("COALESCE(json_extract(m.meta, '$.success_count'), 0) > 0" if procedural
+                  else "0")
+        sql = (f"SELECT m.rowid, {expr} AS s, {proven} {JOIN} WHERE {where} AND "
+               f"{'' if procedural else 'NOT '}{kind}")
+        args = [*sparams, *params, *kparams]
+        found = {row[0]: row for row in conn.execute(
+            f"{sql} ORDER BY s DESC, m.rowid LIMIT {POOL}", args)}
+        boosted: set[int] = set()
+        if paths:  # memories about the files at hand may rank anywhere: find them all
+            candidates = conn.execute(
+                f"SELECT m.rowid, m.paths FROM memories m WHERE {where} AND m.paths != '[]' "
+                f"AND {'' if procedural else 'NOT '}{kind}", [*params, *kparams]).fetchall()
+            boosted = {r for r, globs in candidates if glob_matches(json.loads(globs), paths)}
+            missing = [r for r in boosted if r not in found]
+            if missing:
+                found.update({row[0]: row for row in conn.execute(
+                    f"{sql} AND m.rowid IN ({','.join('?' * len(missing))})",
+                    [*args, *missing])})
+        ranked = [(rowid, float(value) * (PATH_BOOST if rowid in boosted else 1.0),
+                   bool(is_proven)) for rowid, value, is_proven in found.values()]
+        ranked.sort(key=lambda t: (-t[1], t[0]))
+        out.append(ranked)
+    return out[0], out[1]
+
+
+class Ranking:
+    """:func:`_ranked`, computed on first use: when layer A fills the budget, never."""
+
+    def __init__(self, conn: sqlite3.Connection, dirs: Sequence[MemoryDir], at: datetime,
+                 paths: Sequence[str] | None) -> None:
+        self._args = (conn, dirs, at, paths)
+        self._result: tuple[Ranked, Ranked] | None = None
+
+    def _get(self) -> tuple[Ranked, Ranked]:
+        if self._result is None:
+            self._result = _ranked(*self._args)
+        return self._result
+
+    def other(self) -> Ranked:
+        return self._get()[0]
+
+    def procedures(self) -> Ranked:
+        return self._get()[1]
+
+    def has_procedures(self) -> bool:
+        """Whether any active procedure exists: one indexed query, no ranking."""
+        conn, dirs, _, _ = self._args
+        where, params = active_where(dirs)
+        kind, kparams = types_of(dirs, lambda t: t.layer == "procedural")
+        return conn.execute(f"SELECT 1 FROM memories m WHERE {where} AND {kind} LIMIT 1",
+                            [*params, *kparams]).fetchone() is not None
+
+
+def _julian(at: datetime) -> float:
+    return at.timestamp() / 86400.0 + 2440587.5
