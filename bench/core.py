@@ -5,8 +5,10 @@ no embeddings computed at write time), which is what a store without the ``embed
 and what the CLI and hooks do in-process. With the extra, ``store``/``store_many`` also embed
 each memory and search fuses meaning: ``bench/semantic.py`` measures that.
 
-What is measured, for each corpus size N (each size in its own temporary MEMDIR home and
-temporary project directory, both passed to ``Memdir`` explicitly and removed afterwards):
+What is measured, for each corpus size N (each size in its own MEMDIR home and project
+directory, both passed to ``Memdir`` explicitly, under one temporary directory that is removed
+at the very end: deleting thousands of files keeps an ext4 disk mounted with ``discard`` busy
+for seconds afterwards, which would otherwise land on the next size's writes):
 
 1. ``store_many`` rate: the N memories bulk-loaded with ``Memdir.store_many`` in batches
    (default 5,000 per call); memories/s over the whole load, drafting and validation included.
@@ -411,27 +413,26 @@ def measure_reindex(home: Path, project: Path) -> float:
         return time.perf_counter() - started
 
 
-def bench_size(size: int, opts: Options) -> Result:
+def bench_size(size: int, opts: Options, root: Path) -> Result:
     corpus = Corpus(opts.seed)
     _say(f"{size:,}: generating the corpus")
     bulk = corpus.memories(size)
     extra = corpus.memories(opts.store_sample)
     queries = corpus.queries(opts.queries)
-    with tempfile.TemporaryDirectory(prefix="memdir-bench-") as tmp:
-        home, project = Path(tmp) / "home", Path(tmp) / "project"
-        project.mkdir()
-        with Memdir(home=home, project=project, semantic=False) as md:
-            _say(f"{size:,}: store_many")
-            store_many = measure_store_many(md, bulk, opts.batch)
-        _say(f"{size:,}: search ({len(queries)} queries)")
-        p50, p95 = measure_search(home, project, queries)
-        _say(f"{size:,}: CLI search ({opts.cli_runs} runs)")
-        cli = measure_cli(home, project, queries, opts.cli_runs)
-        _say(f"{size:,}: reindex")
-        reindex = measure_reindex(home, project)
-        _say(f"{size:,}: store ({len(extra)} single stores)")
-        with Memdir(home=home, project=project, semantic=False) as md:
-            store = measure_store(md, extra)
+    home, project = root / f"{size}" / "home", root / f"{size}" / "project"
+    project.mkdir(parents=True)
+    with Memdir(home=home, project=project, semantic=False) as md:
+        _say(f"{size:,}: store_many")
+        store_many = measure_store_many(md, bulk, opts.batch)
+    _say(f"{size:,}: search ({len(queries)} queries)")
+    p50, p95 = measure_search(home, project, queries)
+    _say(f"{size:,}: CLI search ({opts.cli_runs} runs)")
+    cli = measure_cli(home, project, queries, opts.cli_runs)
+    _say(f"{size:,}: reindex")
+    reindex = measure_reindex(home, project)
+    _say(f"{size:,}: store ({len(extra)} single stores)")
+    with Memdir(home=home, project=project, semantic=False) as md:
+        store = measure_store(md, extra)
     return Result(size, store, store_many, p50, p95, reindex, cli)
 
 
@@ -541,10 +542,11 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
 def main(argv: Sequence[str] | None = None) -> int:
     opts = parse_args(argv)
     results = []
-    for size in opts.sizes:
-        result = bench_size(size, opts)
-        results.append(result)
-        _say(f"{size:,}: done: {json.dumps(asdict(result))}")
+    with tempfile.TemporaryDirectory(prefix="memdir-bench-") as tmp:
+        for size in opts.sizes:
+            result = bench_size(size, opts, Path(tmp))
+            results.append(result)
+            _say(f"{size:,}: done: {json.dumps(asdict(result))}")
     print(f"memdir core benchmarks (Python {sys.version.split()[0]}, {os.cpu_count()} CPUs)\n")
     print(results_table(results))
     print()

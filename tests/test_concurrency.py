@@ -23,6 +23,7 @@ import pytest
 
 from memdir import Memdir, Problem
 from memdir.markdown import parse
+from memdir.placing import BULK
 
 WRITERS = 8
 PER_WRITER = 200
@@ -61,7 +62,8 @@ LOOPING_WRITER = PRELUDE + textwrap.dedent("""
         if args["bulk"] and i % 2:
             stored = md.store_many([
                 {"content": f"Crash round {r} item {i} part {k} marker r{r}i{i}k{k}z",
-                 "type": "fact"} for k in range(5)])
+                 "type": "fact", "name": f"crash batch {k % 7}"}
+                for k in range(args["bulk"])])
         else:
             stored = [md.store(f"Crash round {r} item {i} marker r{r}i{i}z", type="decision",
                                name=f"crash note {i % 7}")]
@@ -235,9 +237,10 @@ def test_a_writer_killed_mid_write_loses_nothing(home: Path, repo: Path,
     acknowledged: dict[str, str] = {}  # id -> file, for every store() that returned
     sync = tmp_path / "sync"
     sync.mkdir()
-    # Kill after a varying number of stores, single and bulk, one or two writers at a time.
-    rounds = [(5, False, 1), (17, True, 1), (31, False, 2), (12, True, 2), (3, True, 1),
-              (23, False, 1)]
+    # Kill after a varying number of stores, single and in batches (small ones, and ones of
+    # more than placing.BULK, written by threads), one or two writers at a time.
+    rounds = [(5, 0, 1), (17, 5, 1), (31, 0, 2), (12, 5, 2), (3, 5, 1), (23, 0, 1),
+              (45, BULK + 8, 1), (100, BULK + 8, 2)]
     for r, (after, bulk, nprocs) in enumerate(rounds):
         go = sync / f"go-{r}"
         procs = [_spawn(LOOPING_WRITER, home=str(home), project=str(repo), round=r * 10 + n,
@@ -280,6 +283,7 @@ def test_a_writer_killed_mid_write_loses_nothing(home: Path, repo: Path,
                     if stream is not None:
                         stream.close()
     assert len(acknowledged) >= sum(after for after, _, _ in rounds)
+    assert sum(1 for name in acknowledged.values() if name.startswith("fact_crash-batch")) > 90
 
     directory = _project_dir(home, repo)
     # Every memory file on disk is complete: no half-written file, ever.

@@ -153,7 +153,8 @@ def _resolve_below(joined: str, base: str, real_base: str) -> str:
     that does not exist ends the walk (the rest is re-attached as is), a symlink is resolved
     with ``realpath``. For a new or ordinary file directly in the base this costs one call.
     """
-    parts = os.path.relpath(joined, base).split(os.sep)
+    # ``joined`` is normalised and inside ``base`` (layer 2), so slicing is relpath, faster.
+    parts = joined[len(base):].lstrip(os.sep).split(os.sep)
     current = base
     for n, part in enumerate(parts):
         current = os.path.join(current, part)

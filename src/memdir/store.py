@@ -28,7 +28,6 @@ from memdir.files import (
     INDEX_KEEP,
     FileState,
     atomic_write,
-    new_id,
     scan_dir,
     slugify,
     write_index,
@@ -40,8 +39,8 @@ from memdir.model import Memory, Scope
 from memdir.paths import safe_join
 from memdir.taxonomy import Taxonomy
 
-__all__ = ["MemoryDir", "index_deferred", "modify", "norm_hash", "reconcile", "reindex",
-           "remove", "write_new"]
+__all__ = ["MemoryDir", "file_name", "index_deferred", "modify", "norm_hash", "reconcile",
+           "regenerate_index", "reindex", "remove", "write_file"]
 
 Progress = Callable[[int, int], None]
 
@@ -63,7 +62,7 @@ def norm_hash(body: str) -> str:
     return hashlib.sha1(" ".join(body.lower().split()).encode("utf-8")).hexdigest()
 
 
-def _file_name(conn: sqlite3.Connection, mdir: MemoryDir, memory: Memory,
+def file_name(conn: sqlite3.Connection, mdir: MemoryDir, memory: Memory,
                taken: set[str]) -> str:
     """``<type>_<slug>.md``, or the first free ``-2``, ``-3``... of it."""
     base = f"{memory.type}_{slugify(memory.name)}"
@@ -79,101 +78,13 @@ def _file_name(conn: sqlite3.Connection, mdir: MemoryDir, memory: Memory,
         n += 1
 
 
-def _id_free(conn: sqlite3.Connection, mdir: MemoryDir, mid: str, taken: set[str]) -> bool:
-    return bool(mid) and mid not in taken and not conn.execute(
-        "SELECT 1 FROM memories WHERE dir = ? AND id = ?", (mdir.key, mid)).fetchone()
-
-
-def _unique_id(conn: sqlite3.Connection, mdir: MemoryDir, wanted: str, taken: set[str]) -> str:
-    """``wanted`` if no other memory of the directory has it, else a fresh random id."""
-    mid = wanted
-    while not _id_free(conn, mdir, mid, taken):
-        mid = new_id()
-    return mid
-
-
-def _write_file(index: Index, conn: sqlite3.Connection, mdir: MemoryDir, memory: Memory,
+def write_file(index: Index, conn: sqlite3.Connection, mdir: MemoryDir, memory: Memory,
                 *, fsync: bool = True) -> Memory:
     assert memory.path is not None
     st = atomic_write(memory.path, render(memory), fsync=fsync)
     index.upsert(conn, memory_to_row(memory, mdir.key, norm_hash(memory.body),
                                      st.st_mtime_ns, st.st_size))
     return memory
-
-
-def _reinforce(conn: sqlite3.Connection, index: Index, mdir: MemoryDir, file: str,
-               when: Memory) -> Memory | None:
-    """Re-read a duplicate's file and count one more reinforcement; None if it is unusable."""
-    path = mdir.path / file
-    try:
-        current = parse(path.read_text(encoding="utf-8"), stem=path.stem, scope=mdir.scope)
-    except (OSError, MemdirError):
-        return None
-    spec = mdir.taxonomy.lookup(current.type)
-    current = current.replace(
-        type=spec.name if spec else current.type,
-        path=path, reinforced=current.reinforced + 1, updated=when.updated, status="active",
-        tags=tuple(dict.fromkeys((*current.tags, *when.tags))),
-        relevance=max(current.relevance, when.relevance),
-    )
-    return _write_file(index, conn, mdir, current)
-
-
-def write_new(index: Index, mdir: MemoryDir, memories: Sequence[Memory]) -> list[Memory]:
-    """Store new memories in one transaction; exact duplicates reinforce instead."""
-    mdir.path.mkdir(parents=True, exist_ok=True)
-    out: list[Memory] = []
-    written: list[Path] = []
-    bulk = len(memories) > 1
-    try:
-        with index.write() as conn:
-            taken_names: set[str] = set()
-            taken_ids: set[str] = set()
-            batch_hashes: dict[str, int] = {}
-            real_base = os.path.realpath(mdir.path)
-            for memory in memories:
-                digest = norm_hash(memory.body)
-                if digest in batch_hashes:
-                    first = out[batch_hashes[digest]]
-                    out[batch_hashes[digest]] = _write_file(
-                        index, conn, mdir, first.replace(reinforced=first.reinforced + 1),
-                        fsync=not bulk)
-                    out.append(out[batch_hashes[digest]])
-                    continue
-                row = conn.execute(
-                    "SELECT file FROM memories WHERE dir = ? AND norm_hash = ? "
-                    "ORDER BY status = 'active' DESC LIMIT 1", (mdir.key, digest)).fetchone()
-                if row is not None:
-                    again = _reinforce(conn, index, mdir, row["file"], memory)
-                    if again is not None:
-                        batch_hashes[digest] = len(out)
-                        out.append(again)
-                        continue
-                name = _file_name(conn, mdir, memory, taken_names)
-                taken_names.add(name)
-                mid = _unique_id(conn, mdir, memory.id, taken_ids)
-                taken_ids.add(mid)
-                path = safe_join(mdir.path, name, real_base=real_base)
-                placed = memory.replace(id=mid, path=path, scope=mdir.scope)
-                written.append(path)
-                batch_hashes[digest] = len(out)
-                out.append(_write_file(index, conn, mdir, placed, fsync=not bulk))
-            if bulk:
-                _sync_files(written)
-            regenerate_index(conn, mdir)
-    except BaseException:
-        # The transaction rolled back: take back the files it wrote, so files and index agree.
-        for path in written:
-            with contextlib.suppress(OSError):
-                path.unlink()
-        raise
-    return out
-
-
-def _sync_files(paths: Sequence[Path]) -> None:
-    """Flush a whole batch to disk at once: one sync() instead of one fsync() per file."""
-    if paths:
-        os.sync()
 
 
 def modify(index: Index, mdir: MemoryDir, path: Path, change: Callable[[Memory], Memory],
@@ -187,9 +98,9 @@ def modify(index: Index, mdir: MemoryDir, path: Path, change: Callable[[Memory],
         current = _load(mdir, FileState(path.name, 0, 0))
         updated = change(current)
         if rename:
-            name = _file_name(conn, mdir, updated, {path.name})
+            name = file_name(conn, mdir, updated, {path.name})
             updated = updated.replace(path=safe_join(mdir.path, name))
-        _write_file(index, conn, mdir, updated)
+        write_file(index, conn, mdir, updated)
         if updated.path != path:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()

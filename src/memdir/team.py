@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from memdir import placing
 from memdir import store as st
 from memdir.errors import MemdirError, MemoryNotFoundError, ServerError
 from memdir.model import Memory, Scope
@@ -162,7 +163,7 @@ class Team:
         """Store drafted memories: through the server for the team scope, else locally; then
         their vectors when the model is warm (the facade's one funnel for new memories)."""
         md = self._team_md()
-        out = self._send_new(memories) if self._remote(scope) else st.write_new(
+        out = self._send_new(memories) if self._remote(scope) else placing.write_new(
             md.index, md.directory(scope), memories)
         md._vectors_after_write(len(out))
         return out

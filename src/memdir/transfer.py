@@ -25,6 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
+from memdir import placing
 from memdir import store as st
 from memdir.draft import draft
 from memdir.errors import InvalidMemoryError, MemdirError
@@ -245,7 +246,7 @@ def import_memories(store: Memdir | BulkStore, src: str | Path, *,
         for _, memory in pending:
             batches.setdefault(memory.scope, []).append(memory)
         for target, memories in batches.items():
-            report.imported.extend(st.write_new(home.index, home.directory(target), memories))
+            report.imported.extend(placing.write_new(home.index, home.directory(target), memories))
     return report
 
 
