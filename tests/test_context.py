@@ -328,3 +328,30 @@ def test_stats_show_llm_calls_and_budget(cli: CLI, monkeypatch: pytest.MonkeyPat
     data = cli_json(cli("stats", "--json"))
     assert isinstance(data, dict)
     assert data["llm"]["daily_budget"] == 42 and data["llm"]["calls_today"] == 0
+
+
+def test_ranking_a_store_reads_only_the_covering_index(md: Memdir) -> None:
+    # Session start ranks every memory of a store: each ordered query over memories must be
+    # answered from the memories_strength index, never by reading the wide rows (bodies).
+    md.store_many([{"content": f"Policy {n}: review step {n} before merging", "type": "policy",
+                    "relevance": "high"} for n in range(40)]
+                  + [{"content": f"Fact {n} about module {n}", "type": "fact"} for n in range(40)]
+                  + [{"content": f"Procedure {n}: run step {n}", "type": "procedure"}
+                     for n in range(10)])
+    md.context()  # the first call reconciles and may write
+    ranked: list[str] = []
+
+    def trace(sql: str) -> None:
+        if sql.lstrip().upper().startswith("SELECT") and "ORDER BY" in sql and "memories m" in sql:
+            ranked.append(sql)
+
+    conn = md.index.conn
+    conn.set_trace_callback(trace)
+    try:
+        md.context(budget_tokens=2000)
+    finally:
+        conn.set_trace_callback(None)
+    assert len(ranked) >= 3  # layer A, and the strength rankings of layers B and C
+    for sql in ranked:
+        plan = " | ".join(str(row[3]) for row in conn.execute("EXPLAIN QUERY PLAN " + sql))
+        assert "COVERING INDEX memories_strength" in plan, (sql, plan)

@@ -15,7 +15,6 @@ Where settings come from, most trusted first:
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,10 +71,17 @@ def user_config_path() -> Path:
 
 def read_toml(path: Path) -> dict[str, Any]:
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
+        fh = open(path, "rb")  # noqa: SIM115 (closed below; the with needs tomllib first)
     except FileNotFoundError:
         return {}
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc}",
+                          f"check the permissions of {path}") from None
+    import tomllib  # only when a file exists: most commands of most users read none
+
+    try:
+        with fh:
+            return tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(
             f"{path} is not valid TOML: {exc}",

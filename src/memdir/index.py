@@ -182,6 +182,16 @@ _MIGRATIONS: tuple[tuple[str, str], ...] = (
         CREATE INDEX embeddings_seq ON embeddings (dir, model, seq);
         """,
     ),
+    (
+        "the strength index covers layer A too (its order ends with the file name)",
+        # Layer A orders the always-on types by relevance, updated, file: without the file in
+        # the index each candidate read its wide row (4 ms -> 1.5 ms at 10k memories).
+        """
+        DROP INDEX memories_strength;
+        CREATE INDEX memories_strength ON memories
+            (dir, status, type, relevance, updated, reinforced, id, file);
+        """,
+    ),
 )
 
 

@@ -97,6 +97,17 @@ def active_strengths(conn: sqlite3.Connection, dirs: Sequence[MemoryDir],
 Ranked = list[tuple[int, float, bool]]
 
 
+def _query(expr: str, where: str, procedural: bool, tail: str) -> str:
+    """(rowid, strength, proven) of the memories matching ``where``, then ``tail``."""
+    inner = f"SELECT m.rowid AS rid, {expr} AS s {JOIN} WHERE {where}{tail}"
+    if not procedural:
+        return f"SELECT rid, s, 0 FROM ({inner})"
+    # Whether a procedure is proven lives in its metadata, in the wide row: read it for the
+    # best POOL only, so that ranking them stays on the covering index.
+    return (f"SELECT t.rid, t.s, COALESCE(json_extract(p.meta, '$.success_count'), 0) > 0 "
+            f"FROM ({inner}) t JOIN memories p ON p.rowid = t.rid")
+
+
 def _ranked(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], at: datetime,
             paths: Sequence[str] | None) -> tuple[Ranked, Ranked]:
     """(rowid, strength × path boost, proven) of active memories, strongest first, at most
@@ -110,13 +121,12 @@ def _ranked(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], at: datetime,
     expr, sparams = _strength_sql(dirs, at)
     out: list[Ranked] = []
     for procedural in (False, True):
-        proven = ("COALESCE(json_extract(m.meta, '$.success_count'), 0) > 0" if procedural
-                  else "0")
-        sql = (f"SELECT m.rowid, {expr} AS s, {proven} {JOIN} WHERE {where} AND "
-               f"{'' if procedural else 'NOT '}{kind}")
+        where_kind = f"{where} AND {'' if procedural else 'NOT '}{kind}"
         args = [*sparams, *params, *kparams]
+
         found = {row[0]: row for row in conn.execute(
-            f"{sql} ORDER BY s DESC, m.rowid LIMIT {POOL}", args)}
+            _query(expr, where_kind, procedural, f" ORDER BY s DESC, m.rowid LIMIT {POOL}"),
+            args)}
         boosted: set[int] = set()
         if paths:  # memories about the files at hand may rank anywhere: find them all
             candidates = conn.execute(
@@ -126,7 +136,8 @@ def _ranked(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], at: datetime,
             missing = [r for r in boosted if r not in found]
             if missing:
                 found.update({row[0]: row for row in conn.execute(
-                    f"{sql} AND m.rowid IN ({','.join('?' * len(missing))})",
+                    _query(expr, where_kind, procedural,
+                           f" AND m.rowid IN ({','.join('?' * len(missing))})"),
                     [*args, *missing])})
         ranked = [(rowid, float(value) * (PATH_BOOST if rowid in boosted else 1.0),
                    bool(is_proven)) for rowid, value, is_proven in found.values()]

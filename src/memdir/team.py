@@ -23,7 +23,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from memdir import placing
 from memdir import store as st
 from memdir.errors import MemdirError, MemoryNotFoundError, ServerError
 from memdir.model import Memory, Scope
@@ -163,7 +162,9 @@ class Team:
         """Store drafted memories: through the server for the team scope, else locally; then
         their vectors when the model is warm (the facade's one funnel for new memories)."""
         md = self._team_md()
-        out = self._send_new(memories) if self._remote(scope) else placing.write_new(
+        from memdir.placing import write_new  # only writing commands pay for it
+
+        out = self._send_new(memories) if self._remote(scope) else write_new(
             md.index, md.directory(scope), memories)
         md._vectors_after_write(len(out))
         return out
