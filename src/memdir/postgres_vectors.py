@@ -176,7 +176,8 @@ class Embeddings:
             tuple[Memory, float]]:
         """The memories nearest to ``query`` that pass the filters, with their cosine
         similarity, best first: of the nearest POOL × 2, those at or above the similarity
-        floor, POOL at most (what :func:`memdir.semantic.hybrid_search` keeps)."""
+        floor, POOL at most (the pool of :mod:`memdir.postgres_search`'s rank fusion; the
+        SQLite index fuses scores over :data:`memdir.semantic.SEMANTIC_POOL`)."""
         embedder = self.embedder
         assert embedder is not None and self.pgvector is not None
         target = _literal(embedder.embed([query])[0])

@@ -40,6 +40,7 @@ __all__ = [
     "run_search",
     "strength",
     "strength_of",
+    "type_and_tag_filters",
     "type_factors",
 ]
 
@@ -160,7 +161,7 @@ def glob_matches(globs: Iterable[str], files: Iterable[str]) -> bool:
     return False
 
 
-def _type_and_tag_filters(where: list[str], params: list[Any], types: Sequence[str],
+def type_and_tag_filters(where: list[str], params: list[Any], types: Sequence[str],
                           tags: Sequence[str] | None) -> None:
     """Add the SQL conditions (and their parameters) for a type list and a tag list."""
     if types:
@@ -184,7 +185,7 @@ def run_search(conn: sqlite3.Connection, query: str, dirs: Sequence[MemoryDir], 
     params: list[Any] = [fts, *[d.key for d in dirs]]
     if not include_archived:
         where.append("m.status = 'active'")
-    _type_and_tag_filters(where, params, types, tags)
+    type_and_tag_filters(where, params, types, tags)
     pool = max(limit * 4, 40) if not paths else max(limit * 20, 200)
     rows = conn.execute(
         f"SELECT m.*, u.access_count, u.last_accessed, bm25(memories_fts, {weights}) AS rank "
@@ -220,7 +221,7 @@ def list_memories(index: Index, dirs: Sequence[MemoryDir], *, types: Sequence[st
                                      "use active, archived or all")
         where.append("m.status = ?")
         params.append(status)
-    _type_and_tag_filters(where, params, types, tags)
+    type_and_tag_filters(where, params, types, tags)
     orders = {"relevance": "m.relevance DESC, m.updated DESC",
               "recent": "m.created DESC, m.rowid DESC, m.updated DESC",
               "updated": "m.updated DESC", "name": "m.name"}

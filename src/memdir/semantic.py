@@ -5,8 +5,15 @@ A memory's vector encodes its name, description and body; it is stored per file 
 unchanged one never is. Vectors are filled in batches: after ``store_many``, by ``memdir
 reindex --embeddings``, and lazily before a semantic search for whatever is missing.
 
-Hybrid search fuses the BM25 ranking and the cosine ranking by reciprocal rank
-(:mod:`memdir.hybrid`) with strength as the bounded multiplier of plain search.
+Hybrid search takes the best BM25 matches and the nearest vectors (above a similarity floor),
+and ranks their union by a convex combination of the two z-normalised scores
+(:func:`memdir.hybrid.fuse_scores`) with strength as the bounded multiplier of plain search.
+The cosine of a BM25 match comes from the same pass over the vector matrix that finds the
+nearest ones (a memory not embedded yet has none: neutral); a vector neighbour that is not
+among the BM25 matches has no lexical evidence (BM25 0). The BM25 pool is the best
+``LEXICAL_POOL`` by BM25 alone (strength applies once, in the fusion), with the filters in
+its SQL; path globs are matched after loading, so with them the pool comes from
+:func:`memdir.search.run_search`, which takes a larger one.
 
 Invariants:
 - numpy and the model are only touched through :mod:`memdir.embed`, imported lazily: without
@@ -22,24 +29,31 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memdir.hybrid import fuse
-from memdir.index import Index, row_to_memory
+from memdir.hybrid import LEXICAL_WEIGHT, fuse_scores
+from memdir.index import BM25_WEIGHTS, Index, row_to_memory
 from memdir.model import Hit, Memory
-from memdir.search import glob_matches, run_search, strength
+from memdir.search import fts_query, glob_matches, run_search, strength, type_and_tag_filters
 
 if TYPE_CHECKING:
     from memdir.embed import Embedder
     from memdir.store import MemoryDir
 
-__all__ = ["POOL", "fill_vectors", "hybrid_search", "vector_text"]
+__all__ = ["LEXICAL_POOL", "POOL", "SEMANTIC_POOL", "fill_vectors", "hybrid_search",
+           "vector_text"]
 
-POOL = 50  # candidates taken from each ranking before fusion
+# Candidates of the score fusion, chosen with bench/quality.py (25 + 25: a point of REALTALK
+# Recall@10 better than 25 + 50, the same on MADial-Bench, and fewer memories to load).
+LEXICAL_POOL = 25  # best BM25 matches
+SEMANTIC_POOL = 25  # nearest vectors at or above the similarity floor
 SIMILARITY_FLOOR = 0.2  # cosine below which MiniLM neighbours are unrelated text
-SEMANTIC_WEIGHT = 1.0  # the cosine ranking's weight in the fusion (bench/quality.py)
+# The PostgreSQL store's rank fusion (memdir.postgres_search) still uses these two: POOL // 2
+# tsvector matches and POOL nearest vectors, fused by reciprocal rank.
+POOL = 50
+SEMANTIC_WEIGHT = 1.0
 BATCH = 64
 Progress = Callable[[int, int], None]
 
-_cache: dict[tuple[Any, ...], tuple[list[tuple[str, str]], Any]] = {}
+_cache: dict[tuple[Any, ...], tuple[list[tuple[str, str]], Any, dict[tuple[str, str], int]]] = {}
 _cache_lock = threading.Lock()
 _filled: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # directories -> their state when filled
 
@@ -101,7 +115,8 @@ def fill_vectors(index: Index, dirs: Sequence[MemoryDir], embedder: Embedder,
 
 
 def _matrix(index: Index, keys: Sequence[str], embedder: Embedder) -> tuple[
-        list[tuple[str, str]], Any]:
+        list[tuple[str, str]], Any, dict[tuple[str, str], int]]:
+    """(the (dir, file) of each row, the vector matrix, the row of each (dir, file))."""
     from memdir.embed import stack_blobs
 
     marks = ",".join("?" * len(keys))
@@ -115,7 +130,9 @@ def _matrix(index: Index, keys: Sequence[str], embedder: Embedder) -> tuple[
     rows = index.conn.execute(
         f"SELECT dir, file, vector FROM embeddings WHERE dir IN ({marks}) AND model = ? "
         "ORDER BY dir, file", [*keys, embedder.name]).fetchall()
-    entry = ([(r[0], r[1]) for r in rows], stack_blobs([r[2] for r in rows], embedder.dim))
+    names = [(r[0], r[1]) for r in rows]
+    entry = (names, stack_blobs([r[2] for r in rows], embedder.dim),
+             {name: n for n, name in enumerate(names)})
     with _cache_lock:
         for old in [k for k in _cache if k[:3] == cache_key[:3]]:
             del _cache[old]
@@ -141,26 +158,56 @@ def _where(memory: Memory) -> tuple[str, str]:
     return (str(memory.path.parent), memory.path.name) if memory.path else ("", memory.id)
 
 
+def _lexical(index: Index, query: str, dirs: Sequence[MemoryDir], *, types: Sequence[str],
+             tags: Sequence[str] | None, include_archived: bool,
+             limit: int) -> dict[tuple[str, str], float]:
+    """The ``limit`` best BM25 matches as (dir, file) -> BM25 match (higher is better), the
+    same query and filters as :func:`memdir.search.run_search` without a path filter, but
+    neither loaded nor re-ranked: strength applies once, in the fusion."""
+    fts = fts_query(query)
+    if fts is None:
+        return {}
+    weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+    where = ["memories_fts MATCH ?", f"m.dir IN ({','.join('?' * len(dirs))})"]
+    params: list[Any] = [fts, *[d.key for d in dirs]]
+    if not include_archived:
+        where.append("m.status = 'active'")
+    type_and_tag_filters(where, params, types, tags)
+    rows = index.conn.execute(
+        f"SELECT m.dir, m.file, bm25(memories_fts, {weights}) AS rank "
+        "FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
+        f"WHERE {' AND '.join(where)} ORDER BY rank, m.file LIMIT ?", [*params, limit]
+    ).fetchall()
+    return {(row[0], row[1]): -float(row[2]) for row in rows}
+
+
 def hybrid_search(index: Index, dirs: Sequence[MemoryDir], embedder: Embedder, query: str, *,
                   types: Sequence[str], tags: Sequence[str] | None, include_archived: bool,
                   paths: Sequence[str] | None, limit: int, at: datetime) -> list[Hit]:
-    """BM25 and cosine rankings fused (RRF) × bounded strength; same filters as search."""
-    from memdir.embed import cosine_top_k
+    """The best BM25 matches and nearest vectors, ranked by fused z-scores × bounded strength;
+    same filters as search."""
+    from memdir.embed import cosine_scores, top_k
 
     if not dirs or not query.strip():
         return []
     # One batch at most: a search never waits for a whole store to be embedded (the rest is
     # filled by later searches, the daemon's idle time, or reindex --embeddings).
     fill_vectors(index, dirs, embedder, most=BATCH)
-    lexical = run_search(index.conn, query, dirs, types=types, tags=tags,
-                         include_archived=include_archived, paths=paths,
-                         limit=max(POOL // 2, limit), at=at)
-    memories = {_where(h.memory): h.memory for h in lexical}
-    names, matrix = _matrix(index, [d.key for d in dirs], embedder)
-    nearest = cosine_top_k(embedder.embed([query])[0], matrix, POOL * 2) if names else []
-    # Below the floor a vector neighbour is noise, not meaning: BM25 alone decides there.
-    semantic_keys = [names[row] for row, score in nearest if score >= SIMILARITY_FLOOR][:POOL]
-    memories.update(_load(index, [k for k in semantic_keys if k not in memories]))
+    memories: dict[tuple[str, str], Memory] = {}
+    if paths:  # globs filter after loading: run_search takes a pool large enough for them
+        hits = run_search(index.conn, query, dirs, types=types, tags=tags,
+                          include_archived=include_archived, paths=paths,
+                          limit=max(LEXICAL_POOL, limit), at=at)
+        memories = {_where(h.memory): h.memory for h in hits}
+        words = {_where(h.memory): h.match for h in hits}
+    else:
+        words = _lexical(index, query, dirs, types=types, tags=tags,
+                         include_archived=include_archived, limit=max(LEXICAL_POOL, limit))
+    names, matrix, rows = _matrix(index, [d.key for d in dirs], embedder)
+    scores = cosine_scores(embedder.embed([query])[0], matrix) if names else None
+    nearest = top_k(scores, SEMANTIC_POOL * 2) if scores is not None else []
+    # Below the floor a vector neighbour is noise, not meaning: it is no candidate.
+    semantic_keys = [names[row] for row, score in nearest if score >= SIMILARITY_FLOOR]
     taxonomies = {d.key: d.taxonomy for d in dirs}
 
     def allowed(memory: Memory) -> bool:
@@ -172,8 +219,22 @@ def hybrid_search(index: Index, dirs: Sequence[MemoryDir], embedder: Embedder, q
             return False
         return not paths or glob_matches(memory.paths, paths)
 
-    semantic = [k for k in semantic_keys if k in memories and allowed(memories[k])][:POOL]
-    power = {key: strength(m, taxonomies.get(key[0]), at) for key, m in memories.items()}
-    fused = fuse([_where(h.memory) for h in lexical], semantic, power,
-                 semantic_weight=SEMANTIC_WEIGHT, limit=limit)
+    # One query loads the BM25 matches and the nearest SEMANTIC_POOL; further neighbours are
+    # loaded only when the filters rejected some of those.
+    semantic: list[tuple[str, str]] = []
+    wanted, start = list(words), 0
+    while (len(semantic) < SEMANTIC_POOL and start < len(semantic_keys)) or wanted:
+        chunk = semantic_keys[start:start + SEMANTIC_POOL - len(semantic)]
+        start += len(chunk)
+        memories.update(_load(index, [k for k in dict.fromkeys([*wanted, *chunk])
+                                      if k not in memories]))
+        semantic += [k for k in chunk if k in memories and allowed(memories[k])]
+        wanted = []
+    candidates = list(dict.fromkeys(k for k in [*words, *semantic] if k in memories))
+    # A memory without a vector yet (filled by a later search) has no cosine: neutral.
+    cosines = {} if scores is None else {
+        key: float(scores[rows[key]]) for key in candidates if key in rows}
+    power = {key: strength(memories[key], taxonomies.get(key[0]), at) for key in candidates}
+    fused = fuse_scores(candidates, words, cosines, power, lexical_weight=LEXICAL_WEIGHT,
+                        limit=limit)
     return [Hit(memories[key], score, match, power[key]) for key, score, match in fused]
