@@ -20,6 +20,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 from memdir.model import Memory
@@ -97,12 +98,17 @@ def one_line(text: str, limit: int) -> str:
 
 
 def _item_text(memory: Memory) -> str:
-    body = one_line(memory.body, ITEM_CHARS)
-    name = " ".join(memory.name.split())
+    return _line_text(memory.name, memory.body)
+
+
+@lru_cache(maxsize=1024)  # the filler re-renders the chosen items for every candidate
+def _line_text(name: str, body: str) -> str:
+    line = one_line(body, ITEM_CHARS)
+    title = " ".join(name.split())
     # A name derived from the body repeats it; a name of its own says what the memory is.
-    if not name or body.lower().startswith(name.lower().rstrip("…")[:40]):
-        return body
-    return one_line(f"**{name}**: {memory.body}", ITEM_CHARS)
+    if not title or line.lower().startswith(title.lower().rstrip("…")[:40]):
+        return line
+    return one_line(f"**{title}**: {body}", ITEM_CHARS)
 
 
 def _markdown(items: Sequence[ContextItem], index: str, taxonomies: dict[str, Taxonomy]) -> str:

@@ -99,9 +99,9 @@ Ranked = list[tuple[int, float, bool]]
 
 def _query(expr: str, where: str, procedural: bool, tail: str) -> str:
     """(rowid, strength, proven) of the memories matching ``where``, then ``tail``."""
+    if not procedural:  # as it is: wrapped in a sub-query, SQLite takes 2 ms longer at 10k
+        return f"SELECT m.rowid, {expr} AS s, 0 {JOIN} WHERE {where}{tail}"
     inner = f"SELECT m.rowid AS rid, {expr} AS s {JOIN} WHERE {where}{tail}"
-    if not procedural:
-        return f"SELECT rid, s, 0 FROM ({inner})"
     # Whether a procedure is proven lives in its metadata, in the wide row: read it for the
     # best POOL only, so that ranking them stays on the covering index.
     return (f"SELECT t.rid, t.s, COALESCE(json_extract(p.meta, '$.success_count'), 0) > 0 "
