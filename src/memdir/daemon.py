@@ -23,20 +23,16 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import socket
+
     from memdir.memdir import Memdir
 
 __all__ = ["IDLE_SECONDS", "ask", "serve", "socket_path", "start_daemon"]
@@ -48,10 +44,18 @@ _MAX_REQUEST = 1 << 20
 
 def socket_path(home: Path) -> Path:
     """The daemon's socket for a home. Unix socket paths are short (about 100 bytes), so it
-    lives in a private directory under the temp dir, named after the home."""
-    digest = hashlib.sha256(str(home.resolve()).encode()).hexdigest()[:16]
-    base = Path(tempfile.gettempdir()) / f"memdir-{os.getuid()}"
-    return base / f"{digest}.sock"
+    lives in a private directory under the temp dir ($TMPDIR, else /tmp), named after the
+    home directory's device and inode numbers: unique on this machine, the same however the
+    home is spelled, and free to compute (a prompt hook asks this before anything else; a
+    hash of the path would import hashlib, and tempfile.gettempdir tempfile: 10 ms)."""
+    try:
+        st = os.stat(home)
+        name = f"{st.st_dev:x}-{st.st_ino:x}"
+    except OSError:
+        name = "no-home"  # nothing can serve a home that does not exist: never bound
+    root = next((v for v in (os.environ.get(k) for k in ("TMPDIR", "TEMP", "TMP")) if v),
+                "/tmp")
+    return Path(root) / f"memdir-{os.getuid()}" / f"{name}.sock"
 
 
 def _readline(conn: socket.socket, deadline: float) -> bytes:
@@ -73,6 +77,8 @@ def ask(home: Path, request: dict[str, Any], timeout: float = 2.0) -> dict[str, 
     path = socket_path(home)
     if not path.exists():
         return None
+    import socket  # only when a daemon may be listening: ~5 ms
+
     deadline = time.monotonic() + timeout
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
@@ -93,6 +99,8 @@ def start_daemon(home: Path) -> bool:
 
     if not available() or ask(home, {"op": "ping"}, timeout=0.3) is not None:
         return False
+    import subprocess
+
     subprocess.Popen([sys.executable, "-m", "memdir", "daemon", "--home", str(home)],
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                      stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
@@ -139,6 +147,8 @@ def _fill_some(md: Memdir) -> bool:
 
 
 def _bind(path: Path) -> socket.socket | None:
+    import socket
+
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -164,8 +174,12 @@ def _bind(path: Path) -> socket.socket | None:
 def serve(home: Path, idle: float = IDLE_SECONDS) -> int:
     """Serve until ``idle`` seconds pass without a request. 0 when done (or another daemon
     already serves this home)."""
+    import signal
+    import threading
+
     from memdir.embed import load_embedder
 
+    home.mkdir(parents=True, exist_ok=True)  # its inode names the socket
     path = socket_path(home)
     server = _bind(path)
     if server is None:

@@ -3,7 +3,9 @@
 Every error memdir raises on purpose is a :class:`MemdirError`. Each carries a ``hint``: one
 sentence telling the user how to fix the problem. Adapters (CLI, hooks, HTTP, MCP) show the
 message and the hint and never need to know the subclass to be helpful; they use ``code`` for
-machine-readable error shapes and ``exit_code`` for process exit status.
+machine-readable error shapes and ``exit_code`` for process exit status. A failure that
+must not fail the caller (a usage counter, an LLM call, a team server) is logged instead, with
+:func:`warn`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,16 @@ __all__ = [
     "SecretDetectedError",
     "ServerError",
     "UnknownTypeError",
+    "warn",
 ]
+
+
+def warn(message: str, *args: object) -> None:
+    """Log a warning on the ``memdir`` logger. ``logging`` is imported here, on the first
+    warning: it costs ~3 ms, and most commands and hooks never warn."""
+    import logging
+
+    logging.getLogger("memdir").warning(message, *args)
 
 
 class MemdirError(Exception):

@@ -22,7 +22,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from memdir.errors import IndexBusyError, IndexCorruptError
+from memdir.errors import IndexBusyError, IndexCorruptError, warn
 from memdir.files import index_line
 from memdir.model import Memory, Scope, format_time, now, parse_time
 
@@ -396,9 +396,7 @@ class Index:
                 tx.executemany(sql, rows)
             return True
         except (sqlite3.Error, IndexBusyError) as exc:
-            import logging
-
-            logging.getLogger("memdir").warning("memdir: %s (%s); the read succeeded", what, exc)
+            warn("memdir: %s (%s); the read succeeded", what, exc)
             return False
         finally:
             with contextlib.suppress(sqlite3.Error):

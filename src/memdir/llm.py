@@ -19,7 +19,6 @@ Invariants:
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -28,7 +27,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memdir.config import user_section
-from memdir.errors import ConfigError, LLMError
+from memdir.errors import ConfigError, LLMError, warn
 from memdir.ledger import Ledger
 
 __all__ = [
@@ -44,7 +43,6 @@ __all__ = [
     "shape_problem",
 ]
 
-log = logging.getLogger("memdir")
 
 PROVIDERS = ("anthropic", "openai", "claude-cli", "none")
 DEFAULT_MODELS = {"anthropic": "claude-haiku-4-5", "openai": "gpt-4o-mini", "claude-cli": "haiku"}
@@ -282,7 +280,7 @@ class LLM:
                                input_tokens=tokens.input_tokens if tokens else 0,
                                output_tokens=tokens.output_tokens if tokens else 0)
         except Exception as exc:  # Ledger.record should not raise; an unopenable index can
-            log.warning("memdir: LLM call not counted (%s); the call itself was made", exc)
+            warn("memdir: LLM call not counted (%s); the call itself was made", exc)
 
     def ask(self, system: str, prompt: str, schema: dict[str, Any], *, purpose: str,
             max_tokens: int = 512) -> Any | None:
@@ -294,7 +292,7 @@ class LLM:
         if used >= self.daily_budget:
             if day not in self._budget_warned:
                 self._budget_warned.add(day)
-                log.warning(
+                warn(
                     "memdir: LLM daily budget spent (%d of %d calls on %s); %s runs without "
                     "the LLM until tomorrow. hint: raise [llm] daily_budget in "
                     "$MEMDIR_HOME/config.toml or MEMDIR_LLM_BUDGET", used, self.daily_budget,
@@ -306,19 +304,19 @@ class LLM:
                                                      max_tokens=max_tokens)
         except LLMError as exc:
             self._record(day, purpose, False, exc)
-            log.warning("memdir: LLM call for %s failed (%s): %s. hint: %s", purpose, name,
+            warn("memdir: LLM call for %s failed (%s): %s. hint: %s", purpose, name,
                         exc.message, exc.hint)
             return None
         except Exception as exc:  # a provider bug must cost the feature, never the hook
             self._record(day, purpose, False)
-            log.warning("memdir: LLM call for %s failed (%s): unexpected %s: %s. hint: this "
+            warn("memdir: LLM call for %s failed (%s): unexpected %s: %s. hint: this "
                         "is a bug in memdir, please report it; set MEMDIR_LLM=none meanwhile",
                         purpose, name, type(exc).__name__, exc)
             return None
         problem = shape_problem(completion.data, schema)
         self._record(day, purpose, problem is None, completion)
         if problem:
-            log.warning("memdir: LLM reply for %s ignored (%s): %s. hint: the model did not "
+            warn("memdir: LLM reply for %s ignored (%s): %s. hint: the model did not "
                         "follow the JSON schema; use a stronger model ([llm] model)",
                         purpose, name, problem)
             return None

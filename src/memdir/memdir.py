@@ -366,14 +366,14 @@ class Memdir(Capture, Upkeep, Vectors, Transfers, Team):
     def llm(self) -> LLM:
         """The configured LLM (``[llm]`` in config.toml, ``MEMDIR_LLM``...); never raises on use."""
         if self._llm is None:
-            from memdir.errors import ConfigError
+            from memdir.errors import ConfigError, warn
             from memdir.ledger import Ledger
-            from memdir.llm import LLM, llm_settings, log
+            from memdir.llm import LLM, llm_settings
 
             try:
                 self._llm = LLM.from_settings(llm_settings(self.home), Ledger(self.index))
             except ConfigError as exc:  # a bad setting costs the LLM, never the caller
-                log.warning("memdir: LLM disabled: %s (hint: %s)", exc.message, exc.hint)
+                warn("memdir: LLM disabled: %s (hint: %s)", exc.message, exc.hint)
                 self._llm = LLM(None)
         return self._llm
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from memdir import store as st
-from memdir.errors import MemdirError, MemoryNotFoundError, ServerError
+from memdir.errors import MemdirError, MemoryNotFoundError, ServerError, warn
 from memdir.model import Memory, Scope
 from memdir.remote import PULL_TIMEOUT, WRITE_TIMEOUT, ServerSettings, server_settings
 
@@ -34,12 +34,6 @@ if TYPE_CHECKING:
     from memdir.remote import ServerClient
 
 __all__ = ["Team"]
-
-
-def _warn(message: str, *args: object) -> None:
-    import logging  # only on a failure: logging costs ~3 ms of every command's start
-
-    logging.getLogger("memdir").warning(message, *args)
 
 
 # Fields a PATCH can change (docs/api.md), as Memory attribute -> API key.
@@ -105,12 +99,12 @@ class Team:
             mark_pull(root, ok=False, error=message)
             if force:
                 raise
-            _warn("memdir: team memories not updated, using the local mirror: %s "
+            warn("memdir: team memories not updated, using the local mirror: %s "
                         "(hint: %s)", message, getattr(exc, "hint", ServerError.default_hint))
             return None
         mark_pull(root, ok=True, report=report)
         for refused in report.refused:
-            _warn("memdir: refused a team memory from %s: %s", report.url, refused)
+            warn("memdir: refused a team memory from %s: %s", report.url, refused)
         return report
 
     def _pull_if_due(self) -> None:
