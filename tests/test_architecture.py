@@ -40,6 +40,9 @@ def test_every_error_is_a_memdir_error_with_a_hint() -> None:
 
     for name in errors.__all__:
         cls = getattr(errors, name)
+        if name == "warn":  # the one function: a failure that must not fail the caller
+            assert callable(cls) and not isinstance(cls, type)
+            continue
         assert issubclass(cls, errors.MemdirError)
         assert cls.default_hint and cls.code
 
