@@ -184,13 +184,25 @@ def test_disabled_hooks_do_nothing(hook: Hook, home: Path, repo: Path) -> None:
     assert "force-push" in hook("session-start", _base(repo)).stdout
 
 
-def test_hooks_import_no_heavy_library(home: Path, repo: Path) -> None:
-    code = ("import sys, io; sys.stdin = io.StringIO('{}'); from memdir.cli.main import main; "
-            "main(['hook', 'session-start']); "
+@pytest.mark.parametrize("event", ["session-start", "prompt"])
+def test_hooks_import_no_heavy_library(home: Path, repo: Path, event: str) -> None:
+    with Memdir(home=home, project=repo) as md:
+        md.store("Deploys go through the staging cluster first", type="procedure")
+    payload = json.dumps({"cwd": str(repo), "session_id": "s1",
+                          "prompt": "how do deploys reach production?"})
+    code = (f"import sys, io; sys.stdin = io.StringIO({payload!r}); "
+            f"from memdir.cli.main import main; main(['hook', {event!r}]); "
             "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})), file=sys.stderr)")
     out = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True,
-                         text=True, env={**os.environ, "MEMDIR_HOME": str(home)}, check=True)
+                         text=True, check=True,
+                         env={**os.environ, "MEMDIR_HOME": str(home), "MEMDIR_DAEMON": "0"})
+    assert "staging cluster" in out.stdout  # the hook did its work
     loaded = set(out.stderr.split())
     heavy = {"mcp", "fastapi", "starlette", "uvicorn", "httpx", "numpy", "onnxruntime",
              "tokenizers", "psycopg", "pydantic", "urllib3", "requests"}
     assert not loaded & heavy, loaded & heavy
+    # Nor the standard library's slow starters, unless a hook needs them (a daemon to ask or
+    # start, a failure to log): each costs milliseconds of every agent prompt.
+    slow = {"subprocess", "socket", "hashlib", "tempfile", "logging", "traceback", "shutil",
+            "tomllib", "threading"}
+    assert not loaded & slow, loaded & slow
