@@ -36,11 +36,11 @@ __all__ = [
     "fts_query",
     "glob_matches",
     "list_memories",
+    "match_where",
     "rank_factor",
     "run_search",
     "strength",
     "strength_of",
-    "type_and_tag_filters",
     "type_factors",
 ]
 
@@ -161,7 +161,7 @@ def glob_matches(globs: Iterable[str], files: Iterable[str]) -> bool:
     return False
 
 
-def type_and_tag_filters(where: list[str], params: list[Any], types: Sequence[str],
+def _type_and_tag_filters(where: list[str], params: list[Any], types: Sequence[str],
                           tags: Sequence[str] | None) -> None:
     """Add the SQL conditions (and their parameters) for a type list and a tag list."""
     if types:
@@ -173,6 +173,18 @@ def type_and_tag_filters(where: list[str], params: list[Any], types: Sequence[st
         params.extend(tags)
 
 
+def match_where(fts: str, dirs: Sequence[MemoryDir], *, types: Sequence[str],
+                tags: Sequence[str] | None, include_archived: bool) -> tuple[str, list[Any]]:
+    """The WHERE clause (and its parameters) of an FTS5 match over ``memories_fts`` joined to
+    ``memories m``: the query, the directories, status, types and tags."""
+    where = ["memories_fts MATCH ?", f"m.dir IN ({','.join('?' * len(dirs))})"]
+    params: list[Any] = [fts, *[d.key for d in dirs]]
+    if not include_archived:
+        where.append("m.status = 'active'")
+    _type_and_tag_filters(where, params, types, tags)
+    return " AND ".join(where), params
+
+
 def run_search(conn: sqlite3.Connection, query: str, dirs: Sequence[MemoryDir], *,
                types: Sequence[str], tags: Sequence[str] | None, include_archived: bool,
                paths: Sequence[str] | None, limit: int, at: datetime) -> list[Hit]:
@@ -181,17 +193,14 @@ def run_search(conn: sqlite3.Connection, query: str, dirs: Sequence[MemoryDir], 
     if fts is None or not dirs:
         return []
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
-    where = ["memories_fts MATCH ?", f"m.dir IN ({','.join('?' * len(dirs))})"]
-    params: list[Any] = [fts, *[d.key for d in dirs]]
-    if not include_archived:
-        where.append("m.status = 'active'")
-    type_and_tag_filters(where, params, types, tags)
+    where, params = match_where(fts, dirs, types=types, tags=tags,
+                                include_archived=include_archived)
     pool = max(limit * 4, 40) if not paths else max(limit * 20, 200)
     rows = conn.execute(
         f"SELECT m.*, u.access_count, u.last_accessed, bm25(memories_fts, {weights}) AS rank "
         "FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
         "LEFT JOIN usage u ON u.dir = m.dir AND u.id = m.id "
-        f"WHERE {' AND '.join(where)} ORDER BY rank LIMIT {pool}",
+        f"WHERE {where} ORDER BY rank LIMIT {pool}",
         params,
     ).fetchall()
     taxonomies = {d.key: d.taxonomy for d in dirs}
@@ -221,7 +230,7 @@ def list_memories(index: Index, dirs: Sequence[MemoryDir], *, types: Sequence[st
                                      "use active, archived or all")
         where.append("m.status = ?")
         params.append(status)
-    type_and_tag_filters(where, params, types, tags)
+    _type_and_tag_filters(where, params, types, tags)
     orders = {"relevance": "m.relevance DESC, m.updated DESC",
               "recent": "m.created DESC, m.rowid DESC, m.updated DESC",
               "updated": "m.updated DESC", "name": "m.name"}

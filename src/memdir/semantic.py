@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from memdir.hybrid import LEXICAL_WEIGHT, fuse_scores
 from memdir.index import BM25_WEIGHTS, Index, row_to_memory
 from memdir.model import Hit, Memory
-from memdir.search import fts_query, glob_matches, run_search, strength, type_and_tag_filters
+from memdir.search import fts_query, glob_matches, match_where, run_search, strength
 
 if TYPE_CHECKING:
     from memdir.embed import Embedder
@@ -168,15 +168,12 @@ def _lexical(index: Index, query: str, dirs: Sequence[MemoryDir], *, types: Sequ
     if fts is None:
         return {}
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
-    where = ["memories_fts MATCH ?", f"m.dir IN ({','.join('?' * len(dirs))})"]
-    params: list[Any] = [fts, *[d.key for d in dirs]]
-    if not include_archived:
-        where.append("m.status = 'active'")
-    type_and_tag_filters(where, params, types, tags)
+    where, params = match_where(fts, dirs, types=types, tags=tags,
+                                include_archived=include_archived)
     rows = index.conn.execute(
         f"SELECT m.dir, m.file, bm25(memories_fts, {weights}) AS rank "
         "FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
-        f"WHERE {' AND '.join(where)} ORDER BY rank, m.file LIMIT ?", [*params, limit]
+        f"WHERE {where} ORDER BY rank, m.file LIMIT ?", [*params, limit]
     ).fetchall()
     return {(row[0], row[1]): -float(row[2]) for row in rows}
 
