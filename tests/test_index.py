@@ -6,7 +6,8 @@ import sqlite3
 from pathlib import Path
 
 from memdir import Memdir
-from memdir.index import _MIGRATIONS, Index, _statements
+from memdir.index import Index
+from memdir.index_schema import MIGRATIONS, statements
 from memdir.search import fts_query
 
 
@@ -15,7 +16,7 @@ def test_connection_settings(md: Memdir) -> None:
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 10_000
     versions = [r[0] for r in conn.execute("SELECT version FROM schema_migrations ORDER BY 1")]
-    assert versions == list(range(1, len(_MIGRATIONS) + 1))
+    assert versions == list(range(1, len(MIGRATIONS) + 1))
 
 
 def test_an_old_index_is_migrated_and_rebuilt_from_the_files(home: Path, repo: Path) -> None:
@@ -27,14 +28,14 @@ def test_an_old_index_is_migrated_and_rebuilt_from_the_files(home: Path, repo: P
     old = sqlite3.connect(home / "index.sqlite", isolation_level=None)
     old.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
                 " applied TEXT NOT NULL)")
-    for statement in _statements(_MIGRATIONS[0][1]):
+    for statement in statements(MIGRATIONS[0][1]):
         old.execute(statement)
     old.execute("INSERT INTO schema_migrations VALUES (1, 'first', '2026-01-01T00:00:00Z')")
     old.close()
     with Memdir(home=home, project=repo) as md:
         assert [h.memory.id for h in md.search("launchdarkly")] == [memory.id]
         count = md.index.conn.execute("SELECT COUNT(*) FROM schema_migrations").fetchone()[0]
-    assert count == len(_MIGRATIONS)
+    assert count == len(MIGRATIONS)
     Index(home / "index.sqlite").conn.close()  # opening again applies nothing twice
 
 

@@ -4,7 +4,8 @@ Invariants:
 - One function (:func:`connect`) configures every connection: WAL, ``busy_timeout``,
   ``synchronous=NORMAL``, foreign keys. Writes go through :meth:`Index.write`, which opens
   ``BEGIN IMMEDIATE`` so concurrent writers queue instead of failing mid-transaction.
-- Schema changes are named, ordered migrations recorded in ``schema_migrations``.
+- Schema changes are named, ordered migrations (:mod:`memdir.index_schema`), applied when a
+  connection is first opened.
 - The ``memories`` table and its FTS5 mirror are derived from the files and can be rebuilt at
   any time. The ``usage`` table is not derived: it is keyed by (directory, memory id) so it
   survives a rebuild, a rename and a reclassify.
@@ -24,6 +25,7 @@ from typing import Any
 
 from memdir.errors import IndexBusyError, IndexCorruptError, warn
 from memdir.files import index_line
+from memdir.index_schema import migrate
 from memdir.model import Memory, Scope, format_time, now, parse_time
 
 __all__ = ["BM25_WEIGHTS", "MEMORY_COLUMNS", "Index", "connect", "decode_meta", "encode_meta"]
@@ -38,162 +40,6 @@ MEMORY_COLUMNS = (
     "paths", "source", "created", "updated", "reinforced", "status", "superseded_by", "meta",
     "norm_hash", "mtime_ns", "size", "index_line",
 )
-
-_MIGRATIONS: tuple[tuple[str, str], ...] = (
-    (
-        "create memories, usage, broken and the FTS5 mirror",
-        """
-        CREATE TABLE memories (
-            rowid INTEGER PRIMARY KEY,
-            dir TEXT NOT NULL, file TEXT NOT NULL, scope TEXT NOT NULL,
-            id TEXT NOT NULL, name TEXT NOT NULL, description TEXT NOT NULL,
-            type TEXT NOT NULL, body TEXT NOT NULL, relevance REAL NOT NULL,
-            tags TEXT NOT NULL, paths TEXT NOT NULL, source TEXT NOT NULL,
-            created TEXT NOT NULL, updated TEXT NOT NULL, reinforced INTEGER NOT NULL,
-            status TEXT NOT NULL, superseded_by TEXT, meta TEXT NOT NULL,
-            norm_hash TEXT NOT NULL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
-            UNIQUE (dir, file)
-        );
-        CREATE INDEX memories_id ON memories (dir, id);
-        CREATE INDEX memories_hash ON memories (dir, norm_hash);
-        CREATE INDEX memories_listing ON memories (dir, status, relevance DESC);
-        CREATE TABLE usage (
-            dir TEXT NOT NULL, id TEXT NOT NULL,
-            access_count INTEGER NOT NULL DEFAULT 0, last_accessed TEXT,
-            PRIMARY KEY (dir, id)
-        ) WITHOUT ROWID;
-        CREATE TABLE broken (
-            dir TEXT NOT NULL, file TEXT NOT NULL, error TEXT NOT NULL, hint TEXT NOT NULL,
-            mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL, PRIMARY KEY (dir, file)
-        ) WITHOUT ROWID;
-        CREATE VIRTUAL TABLE memories_fts USING fts5(
-            name, description, body, tags, paths,
-            content='memories', content_rowid='rowid',
-            tokenize='porter unicode61 remove_diacritics 2'
-        );
-        CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
-            INSERT INTO memories_fts (rowid, name, description, body, tags, paths)
-            VALUES (new.rowid, new.name, new.description, new.body, new.tags, new.paths);
-        END;
-        CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
-            INSERT INTO memories_fts (memories_fts, rowid, name, description, body, tags, paths)
-            VALUES ('delete', old.rowid, old.name, old.description, old.body, old.tags,
-                    old.paths);
-        END;
-        CREATE TRIGGER memories_au AFTER UPDATE OF name, description, body, tags, paths
-        ON memories BEGIN
-            INSERT INTO memories_fts (memories_fts, rowid, name, description, body, tags, paths)
-            VALUES ('delete', old.rowid, old.name, old.description, old.body, old.tags,
-                    old.paths);
-            INSERT INTO memories_fts (rowid, name, description, body, tags, paths)
-            VALUES (new.rowid, new.name, new.description, new.body, new.tags, new.paths);
-        END;
-        """,
-    ),
-    (
-        "MEMORY.md line per memory and covering indexes for the index file and reconcile "
-        "(rows are derived: the next reconcile rebuilds them)",
-        """
-        DELETE FROM memories;
-        DELETE FROM broken;
-        ALTER TABLE memories ADD COLUMN index_line TEXT NOT NULL DEFAULT '';
-        DROP INDEX memories_listing;
-        CREATE INDEX memories_listing ON memories
-            (dir, status, relevance DESC, updated DESC, file, index_line);
-        CREATE INDEX memories_files ON memories (dir, file, mtime_ns, size);
-        """,
-    ),
-    (
-        "directory fingerprints: reconcile skips an unchanged directory",
-        """
-        CREATE TABLE dir_state (dir TEXT PRIMARY KEY, fingerprint TEXT NOT NULL) WITHOUT ROWID;
-        """,
-    ),
-    (
-        "per-session recall state (shared by separate hook processes) and LLM call counts",
-        """
-        CREATE TABLE recall_sessions (
-            session_id TEXT PRIMARY KEY, bytes INTEGER NOT NULL DEFAULT 0,
-            recalls INTEGER NOT NULL DEFAULT 0, started TEXT NOT NULL, updated TEXT NOT NULL
-        ) WITHOUT ROWID;
-        CREATE TABLE recall_surfaced (
-            session_id TEXT NOT NULL, dir TEXT NOT NULL, id TEXT NOT NULL,
-            surfaced TEXT NOT NULL, PRIMARY KEY (session_id, dir, id)
-        ) WITHOUT ROWID;
-        CREATE TABLE llm_calls (
-            day TEXT NOT NULL, provider TEXT NOT NULL, purpose TEXT NOT NULL,
-            calls INTEGER NOT NULL DEFAULT 0, failures INTEGER NOT NULL DEFAULT 0,
-            input_tokens INTEGER NOT NULL DEFAULT 0, output_tokens INTEGER NOT NULL DEFAULT 0,
-            PRIMARY KEY (day, provider, purpose)
-        ) WITHOUT ROWID;
-        """,
-    ),
-    (
-        "indexed session transcripts (chunks + FTS5) and the extraction cursor per session",
-        """
-        CREATE TABLE session_chunks (
-            rowid INTEGER PRIMARY KEY,
-            dir TEXT NOT NULL, session_id TEXT NOT NULL, chunk INTEGER NOT NULL,
-            first_message INTEGER NOT NULL, last_message INTEGER NOT NULL,
-            started TEXT, text TEXT NOT NULL, transcript TEXT NOT NULL DEFAULT '',
-            UNIQUE (dir, session_id, chunk)
-        );
-        CREATE VIRTUAL TABLE session_fts USING fts5(
-            text, content='session_chunks', content_rowid='rowid',
-            tokenize='porter unicode61 remove_diacritics 2'
-        );
-        CREATE TRIGGER session_chunks_ai AFTER INSERT ON session_chunks BEGIN
-            INSERT INTO session_fts (rowid, text) VALUES (new.rowid, new.text);
-        END;
-        CREATE TRIGGER session_chunks_ad AFTER DELETE ON session_chunks BEGIN
-            INSERT INTO session_fts (session_fts, rowid, text) VALUES ('delete', old.rowid,
-                                                                       old.text);
-        END;
-        CREATE TABLE extract_cursor (
-            session_id TEXT PRIMARY KEY, message_index INTEGER NOT NULL,
-            updated TEXT NOT NULL
-        ) WITHOUT ROWID;
-        """,
-    ),
-    (
-        "embedding vectors per memory file (optional extra; keyed by the text they encode)",
-        """
-        CREATE TABLE embeddings (
-            dir TEXT NOT NULL, file TEXT NOT NULL, model TEXT NOT NULL,
-            norm_hash TEXT NOT NULL, vector BLOB NOT NULL, seq INTEGER NOT NULL,
-            PRIMARY KEY (dir, file)
-        ) WITHOUT ROWID;
-        """,
-    ),
-    (
-        "a covering index for the strength ranking (context's layers B and C)",
-        # Every column the strength expression reads, so ranking a store never touches the
-        # wide rows (bodies): 25 ms -> 9 ms at 10k memories, on every session start.
-        """
-        CREATE INDEX memories_strength ON memories
-            (dir, status, type, relevance, updated, reinforced, id);
-        """,
-    ),
-    (
-        "an index for the vector cache's version check (count and last seq per directory)",
-        # Hybrid search checks whether its in-memory matrix is current before every query;
-        # without this index that check reads every vector: 14 ms -> 0.6 ms at 10k memories.
-        """
-        CREATE INDEX embeddings_seq ON embeddings (dir, model, seq);
-        """,
-    ),
-    (
-        "the strength index covers layer A too (its order ends with the file name)",
-        # Layer A orders the always-on types by relevance, updated, file: without the file in
-        # the index each candidate read its wide row (4 ms -> 1.5 ms at 10k memories).
-        """
-        DROP INDEX memories_strength;
-        CREATE INDEX memories_strength ON memories
-            (dir, status, type, relevance, updated, reinforced, id, file);
-        """,
-    ),
-)
-
 
 def connect(path: Path) -> sqlite3.Connection:
     """Open the index with memdir's settings. The only place a connection is configured."""
@@ -223,42 +69,6 @@ def connect(path: Path) -> sqlite3.Connection:
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise IndexCorruptError(f"cannot open the index {path}: {exc}") from None
-
-
-def _statements(sql: str) -> Iterator[str]:
-    """Split a script into complete statements (trigger bodies contain ';' themselves)."""
-    buffer = ""
-    for line in sql.splitlines(keepends=True):
-        buffer += line
-        if sqlite3.complete_statement(buffer):
-            yield buffer.strip()
-            buffer = ""
-
-
-def _migrate(conn: sqlite3.Connection) -> None:
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations "
-        "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied TEXT NOT NULL)"
-    )
-    done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
-    if len(done) == len(_MIGRATIONS):
-        return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
-        for version, (name, sql) in enumerate(_MIGRATIONS, start=1):
-            if version in done:
-                continue
-            for statement in _statements(sql):
-                conn.execute(statement)
-            conn.execute(
-                "INSERT INTO schema_migrations VALUES (?, ?, ?)",
-                (version, name, format_time(now())),
-            )
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
 
 
 def memory_to_row(memory: Memory, directory: str, norm_hash: str, mtime_ns: int,
@@ -330,7 +140,7 @@ class Index:
         if self._conn is None:
             conn = connect(self.path)
             try:
-                _migrate(conn)
+                migrate(conn)
             except sqlite3.DatabaseError as exc:
                 conn.close()
                 raise IndexCorruptError(f"the index {self.path} is unreadable: {exc}") from None
