@@ -40,10 +40,9 @@ WRITERS = 4  # threads creating files: enough to keep one waiting while others p
 _CHUNK = 500  # values per IN (...) list, well under SQLite's limit of bound parameters
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Placed:
-    """A memory to write: a new file, or an existing one reinforced. Mutable while planning
-    (a later duplicate in the batch raises its count before anything is written)."""
+    """A memory to write (a new file, or an existing one reinforced) and its body's hash."""
     memory: Memory
     digest: str
 
@@ -155,9 +154,9 @@ def _plan(conn: sqlite3.Connection, mdir: MemoryDir, memories: Sequence[Memory],
     for memory in memories:
         digest = norm_hash(memory.body)
         slot = by_digest.get(digest)
-        if slot is not None:  # a duplicate within the batch
+        if slot is not None:  # a duplicate within the batch: counted before anything is written
             first = placed[slot].memory
-            placed[slot].memory = first.replace(reinforced=first.reinforced + 1)
+            placed[slot] = _Placed(first.replace(reinforced=first.reinforced + 1), digest)
             slots.append(slot)
             continue
         file = held.duplicate_of(digest)
