@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -156,6 +157,18 @@ def test_hooks_ask_the_warm_daemon(home: Path, repo: Path) -> None:
         assert again.returncode == 0 and DEPLOY not in again.stdout  # once per session
         bad = ask(home, {"op": "nope"})
         assert bad is not None and bad["ok"] is False and "hint" in bad
+        # A home made again after a deletion can get the inode (so the socket) of this one:
+        # the daemon answers only for the home it serves.
+        other = home.parent / "other-home"
+        other.mkdir()
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(10)
+            conn.connect(str(socket_path(home)))
+            conn.sendall(json.dumps({"op": "recall", "home": str(other), "project": str(repo),
+                                     "prompt": "what is our deployment process?",
+                                     "session_id": "d9"}).encode() + b"\n")
+            refused = json.loads(conn.makefile().readline())
+        assert refused["ok"] is False and "serves" in refused["error"] and "text" not in refused
     finally:
         daemon.terminate()
         daemon.wait(10)

@@ -71,7 +71,7 @@ def user_config_path() -> Path:
 
 def read_toml(path: Path) -> dict[str, Any]:
     try:
-        fh = open(path, "rb")  # noqa: SIM115 (closed below; the with needs tomllib first)
+        fh = open(path, "rb")  # noqa: SIM115 (closed by the with below, once tomllib is in)
     except FileNotFoundError:
         return {}
     except OSError as exc:

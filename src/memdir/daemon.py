@@ -10,7 +10,8 @@ Protocol: one JSON object per line each way.
 ``{"op": "ping"}`` -> ``{"ok": true, "pid": ...}``;
 ``{"op": "recall", "project": PATH, "prompt": TEXT, "session_id": ID, "limit": N}`` ->
 ``{"ok": true, "text": ..., "method": ..., "ids": [...]}``; errors -> ``{"ok": false,
-"error": message, "hint": hint}``.
+"error": message, "hint": hint}``. A request may name its ``"home"``: a daemon serving
+another one refuses it.
 
 Invariants:
 - One daemon per home: the socket is bound exclusively; a socket file nobody answers on is
@@ -45,9 +46,10 @@ _MAX_REQUEST = 1 << 20
 def socket_path(home: Path) -> Path:
     """The daemon's socket for a home. Unix socket paths are short (about 100 bytes), so it
     lives in a private directory under the temp dir ($TMPDIR, else /tmp), named after the
-    home directory's device and inode numbers: unique on this machine, the same however the
-    home is spelled, and free to compute (a prompt hook asks this before anything else; a
-    hash of the path would import hashlib, and tempfile.gettempdir tempfile: 10 ms)."""
+    home directory's device and inode numbers: the same however the home is spelled, and
+    free to compute. A prompt hook asks this first, every time; hashing the path and
+    ``tempfile.gettempdir`` would import hashlib and tempfile, 10 ms. Inode numbers are
+    reused, so every request names its home and the daemon checks it (:func:`_handle`)."""
     try:
         st = os.stat(home)
         name = f"{st.st_dev:x}-{st.st_ino:x}"
@@ -78,6 +80,8 @@ def ask(home: Path, request: dict[str, Any], timeout: float = 2.0) -> dict[str, 
     if not path.exists():
         return None
     import socket  # only when a daemon may be listening: ~5 ms
+
+    request = {**request, "home": str(home)}  # the daemon checks it serves this very home
 
     deadline = time.monotonic() + timeout
     try:
@@ -114,6 +118,11 @@ def _handle(request: Any, home: Path, stores: dict[str, Memdir]) -> dict[str, An
     if not isinstance(request, dict):
         return {"ok": False, "error": "the request is not a JSON object",
                 "hint": "send one JSON object per line"}
+    if "home" in request and not _same_dir(str(request["home"]), home):
+        # The socket is named by the home's inode: a home deleted and made again can get the
+        # number of one this daemon still serves. Never answer for another home.
+        return {"ok": False, "error": f"this daemon serves {home}, not {request['home']}",
+                "hint": "it exits when idle; recall runs in the hook meanwhile"}
     if request.get("op") == "ping":
         return {"ok": True, "pid": os.getpid()}
     if request.get("op") != "recall":
@@ -130,6 +139,13 @@ def _handle(request: Any, home: Path, stores: dict[str, Memdir]) -> dict[str, An
         return {"ok": False, "error": exc.message, "hint": exc.hint}
     return {"ok": True, "text": result.text, "method": result.method,
             "ids": [m.id for m in result.memories]}
+
+
+def _same_dir(a: str, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # either is gone
+        return False
 
 
 def _fill_some(md: Memdir) -> bool:

@@ -98,7 +98,7 @@ def scan_dir(directory: Path) -> dict[str, tuple[int, int]]:
 
     This runs before every command over every file, so it is a tight loop on purpose. Each
     ``stat`` is relative to an open descriptor of the directory: the kernel then resolves one
-    name instead of the whole path, which halves the cost of 10,000 stats.
+    name instead of the whole path (10-15% less for 10,000 files on the development VM).
     """
     if os.stat not in os.supports_dir_fd:  # Windows
         return _scan_by_path(directory)
