@@ -305,19 +305,19 @@ class LLM:
         except LLMError as exc:
             self._record(day, purpose, False, exc)
             warn("memdir: LLM call for %s failed (%s): %s. hint: %s", purpose, name,
-                        exc.message, exc.hint)
+                 exc.message, exc.hint)
             return None
         except Exception as exc:  # a provider bug must cost the feature, never the hook
             self._record(day, purpose, False)
             warn("memdir: LLM call for %s failed (%s): unexpected %s: %s. hint: this "
-                        "is a bug in memdir, please report it; set MEMDIR_LLM=none meanwhile",
-                        purpose, name, type(exc).__name__, exc)
+                 "is a bug in memdir, please report it; set MEMDIR_LLM=none meanwhile",
+                 purpose, name, type(exc).__name__, exc)
             return None
         problem = shape_problem(completion.data, schema)
         self._record(day, purpose, problem is None, completion)
         if problem:
             warn("memdir: LLM reply for %s ignored (%s): %s. hint: the model did not "
-                        "follow the JSON schema; use a stronger model ([llm] model)",
-                        purpose, name, problem)
+                 "follow the JSON schema; use a stronger model ([llm] model)",
+                 purpose, name, problem)
             return None
         return completion.data

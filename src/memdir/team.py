@@ -100,7 +100,7 @@ class Team:
             if force:
                 raise
             warn("memdir: team memories not updated, using the local mirror: %s "
-                        "(hint: %s)", message, getattr(exc, "hint", ServerError.default_hint))
+                 "(hint: %s)", message, getattr(exc, "hint", ServerError.default_hint))
             return None
         mark_pull(root, ok=True, report=report)
         for refused in report.refused:
