@@ -123,7 +123,6 @@ def _ranked(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], at: datetime,
     for procedural in (False, True):
         where_kind = f"{where} AND {'' if procedural else 'NOT '}{kind}"
         args = [*sparams, *params, *kparams]
-
         found = {row[0]: row for row in conn.execute(
             _query(expr, where_kind, procedural, f" ORDER BY s DESC, m.rowid LIMIT {POOL}"),
             args)}
