@@ -175,3 +175,24 @@ def test_fast_frontmatter_reader_agrees_with_yaml(values: list[object], odd: lis
     except _NotSimpleError:
         return
     assert fast == (yaml.safe_load(front) or {})
+
+
+def test_regenerating_a_large_index_reads_only_the_listing_index(md: Memdir) -> None:
+    # Past INDEX_KEEP memories, every store regenerates MEMORY.md and its overflow pages from
+    # all lines and their types: that must come from the index, never from the wide rows.
+    from memdir.files import INDEX_KEEP
+
+    md.store_many([{"content": f"fact {n} about subsystem {n}", "type": "fact"}
+                   for n in range(INDEX_KEEP + 20)])
+    conn = md.index.conn
+    seen: list[str] = []
+    conn.set_trace_callback(lambda sql: seen.append(sql) if "index_line" in sql else None)
+    try:
+        md.store("one more fact about the cache", type="fact")
+    finally:
+        conn.set_trace_callback(None)
+    reads = [sql for sql in seen if sql.lstrip().upper().startswith("SELECT")]
+    assert reads, "MEMORY.md was not regenerated"
+    for sql in reads:
+        plan = " | ".join(str(row[3]) for row in conn.execute("EXPLAIN QUERY PLAN " + sql))
+        assert "COVERING INDEX memories_listing" in plan, (sql, plan)

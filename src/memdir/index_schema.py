@@ -172,6 +172,17 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
             (dir, status, type, relevance, updated, reinforced, id, file);
         """,
     ),
+    (
+        "the listing index covers MEMORY.md's overflow pages (they group lines by type)",
+        # Past 180 memories MEMORY.md's regeneration reads every line with its type: without
+        # the type in the index each line read its wide row (100k memories: 218 -> 105 ms,
+        # on every store).
+        """
+        DROP INDEX memories_listing;
+        CREATE INDEX memories_listing ON memories
+            (dir, status, relevance DESC, updated DESC, file, type, index_line);
+        """,
+    ),
 )
 
 
