@@ -26,12 +26,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memdir.errors import MemdirError
-from memdir.files import atomic_write, new_id, slugify
+from memdir.files import atomic_write, new_id
 from memdir.index import Index, memory_to_row
 from memdir.markdown import parse, render
 from memdir.model import Memory
 from memdir.paths import safe_join
-from memdir.store import MemoryDir, file_name, norm_hash, regenerate_index, write_file
+from memdir.store import (
+    MemoryDir,
+    file_name,
+    first_free,
+    name_base,
+    norm_hash,
+    regenerate_index,
+    write_file,
+)
 
 __all__ = ["BULK", "WRITERS", "write_new"]
 
@@ -60,7 +68,8 @@ class _Directory:
     disk so that files the index does not know are never overwritten; the ids and body hashes
     the batch asks about)."""
 
-    def __init__(self, conn: sqlite3.Connection, mdir: MemoryDir, memories: Sequence[Memory]):
+    def __init__(self, conn: sqlite3.Connection, mdir: MemoryDir, memories: Sequence[Memory],
+                 digests: Sequence[str]):
         self.conn, self.mdir = conn, mdir
         self.names: set[str] = set()  # taken by this call (and, for a batch, by anything)
         self.ids: set[str] = set()  # taken by this call, or found in the index
@@ -78,8 +87,7 @@ class _Directory:
                 f"SELECT id FROM memories WHERE dir = ? AND id IN ({_marks(chunk)})",
                 (key, *chunk)))
         self.files = {}
-        digests = sorted({norm_hash(m.body) for m in memories})
-        for chunk in _chunks(digests):
+        for chunk in _chunks(sorted(set(digests))):
             # Active first, so setdefault keeps an active file over an archived one.
             for digest, file in conn.execute(
                     f"SELECT norm_hash, file FROM memories WHERE dir = ? AND norm_hash IN "
@@ -98,12 +106,8 @@ class _Directory:
     def free_name(self, memory: Memory) -> str:
         if self.asked is None:
             name = file_name(self.conn, self.mdir, memory, self.names)
-        else:
-            base = f"{memory.type}_{slugify(memory.name)}"
-            name, n = f"{base}.md", 1
-            while name in self.names:
-                n += 1
-                name = f"{base}-{n}.md"
+        else:  # self.names holds every name of the directory already
+            name = first_free(name_base(memory), self.names.__contains__)
         self.names.add(name)
         return name
 
@@ -146,13 +150,13 @@ def _reinforced(mdir: MemoryDir, file: str, when: Memory) -> Memory | None:
 def _plan(conn: sqlite3.Connection, mdir: MemoryDir, memories: Sequence[Memory],
           created: list[Path]) -> tuple[list[_Placed], list[int]]:
     """What to write (each file once) and, for each input memory, which of those it became."""
-    held = _Directory(conn, mdir, memories)
+    digests = [norm_hash(m.body) for m in memories]
+    held = _Directory(conn, mdir, memories, digests)
     real_base = os.path.realpath(mdir.path)
     placed: list[_Placed] = []
     slots: list[int] = []
     by_digest: dict[str, int] = {}
-    for memory in memories:
-        digest = norm_hash(memory.body)
+    for memory, digest in zip(memories, digests, strict=True):
         slot = by_digest.get(digest)
         if slot is not None:  # a duplicate within the batch: counted before anything is written
             first = placed[slot].memory

@@ -39,8 +39,8 @@ from memdir.model import Memory, Scope
 from memdir.paths import safe_join
 from memdir.taxonomy import Taxonomy
 
-__all__ = ["MemoryDir", "file_name", "index_deferred", "modify", "norm_hash", "reconcile",
-           "regenerate_index", "reindex", "remove", "write_file"]
+__all__ = ["MemoryDir", "file_name", "first_free", "index_deferred", "modify", "name_base",
+           "norm_hash", "reconcile", "regenerate_index", "reindex", "remove", "write_file"]
 
 Progress = Callable[[int, int], None]
 
@@ -62,20 +62,30 @@ def norm_hash(body: str) -> str:
     return hashlib.sha1(" ".join(body.lower().split()).encode("utf-8")).hexdigest()
 
 
+def name_base(memory: Memory) -> str:
+    """``<type>_<slug>``: a memory's file name before ``.md`` and any ``-2``, ``-3``..."""
+    return f"{memory.type}_{slugify(memory.name)}"
+
+
+def first_free(base: str, taken: Callable[[str], bool]) -> str:
+    """``<base>.md``, or the first ``-2``, ``-3``... of it that is not ``taken``."""
+    name, n = f"{base}.md", 1
+    while taken(name):
+        n += 1
+        name = f"{base}-{n}.md"
+    return name
+
+
 def file_name(conn: sqlite3.Connection, mdir: MemoryDir, memory: Memory,
-               taken: set[str]) -> str:
-    """``<type>_<slug>.md``, or the first free ``-2``, ``-3``... of it."""
-    base = f"{memory.type}_{slugify(memory.name)}"
+              taken: set[str]) -> str:
+    """A free file name in ``mdir``: not in ``taken``, the index, or on disk."""
+    base = name_base(memory)
     # One indexed prefix query instead of one query per candidate. Slugs and type names hold
     # only [a-z0-9-], so the GLOB pattern needs no escaping.
     used = {r[0] for r in conn.execute(
         "SELECT file FROM memories WHERE dir = ? AND file GLOB ?", (mdir.key, base + "*.md"))}
-    n = 1
-    while True:
-        name = f"{base}.md" if n == 1 else f"{base}-{n}.md"
-        if name not in taken and name not in used and not (mdir.path / name).exists():
-            return name
-        n += 1
+    return first_free(base, lambda name: name in taken or name in used
+                      or (mdir.path / name).exists())
 
 
 def write_file(index: Index, conn: sqlite3.Connection, mdir: MemoryDir, memory: Memory,
