@@ -12,20 +12,18 @@ query runs while the main model is already working. Invariants:
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memdir.errors import warn
 from memdir.recall import MAX_RECALL, Recall
 
 if TYPE_CHECKING:
     from memdir.memdir import Memdir
 
 __all__ = ["RecallPrefetch", "build_memory_prompt_section", "start_recall_prefetch"]
-
-_log = logging.getLogger("memdir")
 
 
 class RecallPrefetch:
@@ -77,7 +75,7 @@ def start_recall_prefetch(prompt: str, session_id: str, *, home: str | Path | No
                 result = md.recall(prompt, session_id, limit=limit, use_llm=use_llm,
                                    paths=paths)
         except Exception as exc:  # the agent's loop must never see a recall failure
-            _log.warning("memdir: recall prefetch failed: %s", exc)
+            warn("memdir: recall prefetch failed: %s", exc)
             handle._finish(Recall(session_id, skipped="error"), str(exc))
             return
         handle._finish(result)

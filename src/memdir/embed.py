@@ -28,12 +28,13 @@ Invariants:
 from __future__ import annotations
 
 import importlib.util
-import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+
+from memdir.errors import warn
 
 if TYPE_CHECKING:
     import numpy as np
@@ -56,7 +57,6 @@ __all__ = [
     "top_k",
 ]
 
-log = logging.getLogger("memdir")
 
 #: The vector space's name: vectors of different names must never be compared.
 MODEL_NAME = "all-MiniLM-L6-v2-onnx-int8"
@@ -195,7 +195,7 @@ def _load() -> MiniLM | None:
     try:
         return MiniLM.load(*files)
     except Exception as exc:  # a broken install must not break search: FTS still works
-        log.warning("memdir: embeddings disabled, the model could not be loaded (%s)", exc)
+        warn("memdir: embeddings disabled, the model could not be loaded (%s)", exc)
         return None
 
 

@@ -27,7 +27,6 @@ Invariants:
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,10 +35,10 @@ from psycopg import sql
 from psycopg.rows import tuple_row
 
 from memdir.embed import DIM
+from memdir.errors import warn
 
 __all__ = ["MIGRATIONS", "Pgvector", "migrate"]
 
-log = logging.getLogger("memdir")
 
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     (
@@ -201,7 +200,7 @@ def _vectors(conn: psycopg.Connection[Any], schema: str) -> Pgvector | None:
                 conn.execute(sql.SQL(_HNSW).format(name=sql.Identifier(index), pgvector=ext,
                                                    dim=sql.Literal(DIM)))
         except psycopg.Error as exc:  # exact scans still find the nearest, only slower
-            log.warning("memdir: no HNSW index on the vectors (%s)", str(exc).strip())
+            warn("memdir: no HNSW index on the vectors (%s)", str(exc).strip())
     return found
 
 

@@ -30,7 +30,6 @@ Invariants:
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 import weakref
@@ -39,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from psycopg import sql
 
-from memdir.errors import DatabaseError
+from memdir.errors import DatabaseError, warn
 from memdir.model import Memory
 from memdir.postgres_conn import COLUMNS, Conn, memory_from_row
 from memdir.semantic import BATCH, POOL, SIMILARITY_FLOOR, vector_text
@@ -53,7 +52,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Embeddings"]
 
-log = logging.getLogger("memdir")
 
 FILL_INTERVAL = 5.0  # seconds between looks for missing vectors once none were left
 _filling = threading.Lock()  # one fill per process at a time: the others search on
@@ -167,7 +165,7 @@ class Embeddings:
                       r["norm_hash"]) for r, v in zip(rows, vectors, strict=True)])
             return len(rows)
         except DatabaseError as exc:
-            log.warning("memdir: vectors not filled (%s); search uses the words", exc.message)
+            warn("memdir: vectors not filled (%s); search uses the words", exc.message)
             return 0
         finally:
             _filling.release()
