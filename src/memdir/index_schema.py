@@ -183,6 +183,14 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
             (dir, status, relevance DESC, updated DESC, file, type, index_line);
         """,
     ),
+    (
+        "a checksum of the file names with each directory fingerprint",
+        # memdir's own writes carry the fingerprint forward (memdir.fingerprint) instead of
+        # leaving the next reconcile to compare every row (100k memories: 400 ms per write).
+        """
+        ALTER TABLE dir_state ADD COLUMN names INTEGER;
+        """,
+    ),
 )
 
 

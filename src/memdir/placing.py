@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from memdir import fingerprint as fp
 from memdir.errors import MemdirError
 from memdir.files import atomic_write, new_id
 from memdir.index import Index, memory_to_row
@@ -38,7 +39,6 @@ from memdir.store import (
     name_base,
     norm_hash,
     regenerate_index,
-    write_file,
 )
 
 __all__ = ["BULK", "WRITERS", "write_new"]
@@ -46,6 +46,9 @@ __all__ = ["BULK", "WRITERS", "write_new"]
 BULK = 32  # from this many memories on, lookups are per batch and files written by threads
 WRITERS = 4  # threads creating files: enough to keep one waiting while others proceed
 _CHUNK = 500  # values per IN (...) list, well under SQLite's limit of bound parameters
+
+
+State = tuple[int, int]  # a file's (mtime_ns, size)
 
 
 @dataclass(frozen=True)
@@ -64,9 +67,9 @@ class _Directory:
     """What a directory already holds, as far as placing new memories needs to know.
 
     For a small call each question is one indexed query; for a batch the answers for all of
-    its memories are loaded up front (the directory's file names, from the index and from the
-    disk so that files the index does not know are never overwritten; the ids and body hashes
-    the batch asks about)."""
+    its memories are loaded up front (the directory's file names, as listed on disk, so that
+    files the index does not know are never overwritten; the ids and body hashes the batch
+    asks about)."""
 
     def __init__(self, conn: sqlite3.Connection, mdir: MemoryDir, memories: Sequence[Memory],
                  digests: Sequence[str]):
@@ -78,8 +81,9 @@ class _Directory:
         if len(memories) < BULK:
             return
         key = mdir.key
-        self.names.update(r[0] for r in conn.execute(
-            "SELECT file FROM memories WHERE dir = ?", (key,)))
+        # The disk's names only: a name the index still lists but the disk no longer holds
+        # is free (its row is stale, and the upsert of the new file replaces it), and reading
+        # every row's name would cost more than the listing (100k memories: 300 ms).
         self.names.update(os.listdir(mdir.path))
         self.asked = {m.id for m in memories if m.id}
         for chunk in _chunks(sorted(self.asked)):
@@ -175,22 +179,38 @@ def _plan(conn: sqlite3.Connection, mdir: MemoryDir, memories: Sequence[Memory],
     return placed, slots
 
 
+def _upsert(index: Index, conn: sqlite3.Connection, mdir: MemoryDir, placed: _Placed,
+            st: os.stat_result) -> State:
+    index.upsert(conn, memory_to_row(placed.memory, mdir.key, placed.digest,
+                                     st.st_mtime_ns, st.st_size))
+    return st.st_mtime_ns, st.st_size
+
+
 def _write_threaded(index: Index, conn: sqlite3.Connection, mdir: MemoryDir,
-                    placed: Sequence[_Placed]) -> None:
+                    placed: Sequence[_Placed]) -> list[State]:
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(WRITERS, thread_name_prefix="memdir-write") as pool:
         futures = [pool.submit(atomic_write, p.path, render(p.memory), fsync=False)
                    for p in placed]
         try:
-            for p, future in zip(placed, futures, strict=True):
-                st = future.result()
-                index.upsert(conn, memory_to_row(p.memory, mdir.key, p.digest,
-                                                 st.st_mtime_ns, st.st_size))
+            return [_upsert(index, conn, mdir, p, future.result())
+                    for p, future in zip(placed, futures, strict=True)]
         except BaseException:
             for future in futures:  # the pool's exit waits for the writes already running
                 future.cancel()
             raise
+
+
+def _states(conn: sqlite3.Connection, mdir: MemoryDir, files: Sequence[str]) -> dict[str, State]:
+    """The index's (mtime_ns, size) of files about to be rewritten (reinforced duplicates)."""
+    states: dict[str, State] = {}
+    for name in files:
+        row = conn.execute("SELECT mtime_ns, size FROM memories WHERE dir = ? AND file = ?",
+                           (mdir.key, name)).fetchone()
+        if row is not None:
+            states[name] = (int(row[0]), int(row[1]))
+    return states
 
 
 def write_new(index: Index, mdir: MemoryDir, memories: Sequence[Memory]) -> list[Memory]:
@@ -201,14 +221,21 @@ def write_new(index: Index, mdir: MemoryDir, memories: Sequence[Memory]) -> list
     try:
         with index.write() as conn:
             placed, slots = _plan(conn, mdir, memories, created)
+            new = {path.name for path in created}
+            rewritten = [p.path.name for p in placed if p.path.name not in new]
+            before = _states(conn, mdir, rewritten)
             if len(placed) >= BULK:
-                _write_threaded(index, conn, mdir, placed)
+                after = _write_threaded(index, conn, mdir, placed)
             else:
-                for p in placed:
-                    write_file(index, conn, mdir, p.memory, fsync=not bulk)
+                after = [_upsert(index, conn, mdir, p, atomic_write(
+                    p.path, render(p.memory), fsync=not bulk)) for p in placed]
             if bulk:
                 os.sync()  # one flush for the whole batch instead of one fsync() per file
             regenerate_index(conn, mdir)
+            if len(before) == len(rewritten):  # else a row vanished: let reconcile compare
+                fp.carry(conn, mdir.key, mdir.path, {
+                    p.path.name: (before.get(p.path.name), state)
+                    for p, state in zip(placed, after, strict=True)})
     except BaseException:
         # The transaction rolled back: take back the files this call created.
         for path in created:

@@ -18,15 +18,19 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from memdir import fingerprint as fp
 from memdir.errors import MemdirError, MemoryFileError, PathTraversalError
 from memdir.files import (
     INDEX_HEAD,
     INDEX_KEEP,
+    OVERFLOW_LINES,
     FileState,
+    Overflow,
     atomic_write,
     scan_dir,
     slugify,
@@ -149,10 +153,14 @@ def index_deferred(index: Index, dirs: Sequence[MemoryDir]) -> Iterator[None]:
                     regenerate_index(conn, mdir)
 
 
+_LISTING = "relevance DESC, updated DESC, file"  # MEMORY.md's order (the listing index's)
+
+
 def regenerate_index(conn: sqlite3.Connection, mdir: MemoryDir) -> None:
     """MEMORY.md: one line per active memory, most relevant first. Over ``INDEX_KEEP``
     memories it keeps the first ``INDEX_HEAD`` lines and one line per type pointing to
-    ``index/<type>.md``, which lists the rest, so MEMORY.md stays under its 200-line cap."""
+    ``index/<type>.md``, which lists the next ``OVERFLOW_LINES`` of that type, so MEMORY.md
+    stays under its 200-line cap and rewriting it costs the same at 10k memories as at 1M."""
     if mdir.key in _deferred:
         return
     count = conn.execute("SELECT COUNT(*) FROM memories WHERE dir = ? AND status = 'active'",
@@ -161,23 +169,33 @@ def regenerate_index(conn: sqlite3.Connection, mdir: MemoryDir) -> None:
         # Each row carries its rendered line, so SQLite assembles the whole index in C.
         lines = conn.execute(
             "SELECT group_concat(index_line, char(10)) FROM (SELECT index_line FROM memories "
-            "WHERE dir = ? AND status = 'active' ORDER BY relevance DESC, updated DESC, file)",
+            f"WHERE dir = ? AND status = 'active' ORDER BY {_LISTING})",
             (mdir.key,)).fetchone()[0] or ""
         write_overflow(mdir.path, {})
         if lines or (mdir.path / "MEMORY.md").exists():
             write_index(mdir.path, lines)
         return
-    rows = conn.execute(
+    key = mdir.key
+    head = conn.execute(
         "SELECT type, index_line FROM memories WHERE dir = ? AND status = 'active' "
-        "ORDER BY relevance DESC, updated DESC, file", (mdir.key,)).fetchall()
-    rest: dict[str, list[str]] = {}
-    for kind, line in rows[INDEX_HEAD:]:
-        rest.setdefault(kind, []).append(line)
-    more = [f"- [{len(lines)} more {kind} memories](index/{kind}.md)"
-            for kind, lines in sorted(rest.items())]
-    head = [line for _, line in rows[:INDEX_HEAD]]
-    write_index(mdir.path, "\n".join([*head, "", f"## More ({count - INDEX_HEAD} memories "
-                                                  "not listed above)", *more]))
+        f"ORDER BY {_LISTING} LIMIT ?", (key, INDEX_HEAD)).fetchall()
+    shown = Counter(kind for kind, _ in head)
+    rest: dict[str, Overflow] = {}
+    for kind, total in conn.execute(
+            "SELECT type, COUNT(*) FROM memories WHERE dir = ? AND status = 'active' "
+            "GROUP BY type ORDER BY type", (key,)):
+        if total > shown[kind]:
+            # A type's lines in MEMORY.md are its first ones in the same order: skip them.
+            lines = [r[0] for r in conn.execute(
+                "SELECT index_line FROM memories WHERE dir = ? AND status = 'active' AND "
+                f"type = ? ORDER BY {_LISTING} LIMIT ? OFFSET ?",
+                (key, kind, OVERFLOW_LINES, shown[kind]))]
+            rest[kind] = Overflow(total - shown[kind], lines)
+    more = [f"- [{page.count} more {kind} memories](index/{kind}.md)"
+            for kind, page in rest.items()]
+    write_index(mdir.path, "\n".join([*(line for _, line in head), "",
+                                      f"## More ({count - INDEX_HEAD} memories not listed "
+                                      "above)", *more]))
     write_overflow(mdir.path, rest)
 
 
@@ -223,23 +241,6 @@ def _known(conn: sqlite3.Connection, mdir: MemoryDir) -> dict[str, tuple[int, in
     return known
 
 
-def _scan(mdir: MemoryDir) -> tuple[str, dict[str, tuple[int, int]]]:
-    """The directory's files and a fingerprint of them.
-
-    The fingerprint changes when a file is added, removed or renamed (the directory's mtime,
-    read *before* the listing) or edited (the sums of mtimes and sizes), so an unchanged
-    fingerprint lets reconcile skip loading and comparing every row.
-    """
-    try:
-        dir_mtime = os.stat(mdir.path).st_mtime_ns
-    except OSError:
-        dir_mtime = 0
-    disk = scan_dir(mdir.path)
-    mtimes = sum(state[0] for state in disk.values())
-    sizes = sum(state[1] for state in disk.values())
-    return f"{dir_mtime}:{len(disk)}:{mtimes}:{sizes}", disk
-
-
 def _diff(conn: sqlite3.Connection, mdir: MemoryDir,
           disk: dict[str, tuple[int, int]]) -> tuple[list[FileState], list[str]]:
     known = _known(conn, mdir)
@@ -249,14 +250,11 @@ def _diff(conn: sqlite3.Connection, mdir: MemoryDir,
     return changed, gone
 
 
-_SAVE_FINGERPRINT = "INSERT OR REPLACE INTO dir_state (dir, fingerprint) VALUES (?, ?)"
-
-
 def reconcile(index: Index, dirs: Sequence[MemoryDir]) -> bool:
     """Bring the index in line with files changed outside memdir. True if anything changed."""
     any_change = False
     for mdir in dirs:
-        fingerprint, disk = _scan(mdir)
+        fingerprint, disk = fp.scan(mdir.path)
         row = index.conn.execute("SELECT fingerprint FROM dir_state WHERE dir = ?",
                                  (mdir.key,)).fetchone()
         if row is not None and row[0] == fingerprint:
@@ -264,12 +262,12 @@ def reconcile(index: Index, dirs: Sequence[MemoryDir]) -> bool:
         changed, gone = _diff(index.conn, mdir, disk)
         if not changed and not gone:
             # The index matched this listing: remember it (best effort, on a read path).
-            index.try_write(_SAVE_FINGERPRINT, [(mdir.key, fingerprint)],
+            index.try_write(fp.SAVE, [(mdir.key, fingerprint, fp.names_sum(disk))],
                             "directory fingerprint not saved")
             continue
         with index.write() as conn:
             # Again, under the lock: another process may have reconciled in the meantime.
-            fingerprint, disk = _scan(mdir)
+            fingerprint, disk = fp.scan(mdir.path)
             changed, gone = _diff(conn, mdir, disk)
             for name in gone:
                 conn.execute("DELETE FROM memories WHERE dir = ? AND file = ?", (mdir.key, name))
@@ -278,7 +276,7 @@ def reconcile(index: Index, dirs: Sequence[MemoryDir]) -> bool:
             if changed or gone:
                 regenerate_index(conn, mdir)
                 any_change = True
-            conn.execute(_SAVE_FINGERPRINT, (mdir.key, fingerprint))
+            conn.execute(fp.SAVE, (mdir.key, fingerprint, fp.names_sum(disk)))
     return any_change
 
 
