@@ -28,7 +28,7 @@ from pathlib import Path
 
 from memdir.files import is_memory_file, scan_dir
 
-__all__ = ["SAVE", "Change", "carry", "names_sum", "scan"]
+__all__ = ["SAVE", "Change", "State", "carry", "names_sum", "scan"]
 
 State = tuple[int, int]  # a file's (mtime_ns, size)
 Change = tuple[State | None, State]  # a written file's state before (None: created), after

@@ -48,9 +48,6 @@ WRITERS = 4  # threads creating files: enough to keep one waiting while others p
 _CHUNK = 500  # values per IN (...) list, well under SQLite's limit of bound parameters
 
 
-State = tuple[int, int]  # a file's (mtime_ns, size)
-
-
 @dataclass(frozen=True)
 class _Placed:
     """A memory to write (a new file, or an existing one reinforced) and its body's hash."""
@@ -180,14 +177,14 @@ def _plan(conn: sqlite3.Connection, mdir: MemoryDir, memories: Sequence[Memory],
 
 
 def _upsert(index: Index, conn: sqlite3.Connection, mdir: MemoryDir, placed: _Placed,
-            st: os.stat_result) -> State:
+            st: os.stat_result) -> fp.State:
     index.upsert(conn, memory_to_row(placed.memory, mdir.key, placed.digest,
                                      st.st_mtime_ns, st.st_size))
     return st.st_mtime_ns, st.st_size
 
 
 def _write_threaded(index: Index, conn: sqlite3.Connection, mdir: MemoryDir,
-                    placed: Sequence[_Placed]) -> list[State]:
+                    placed: Sequence[_Placed]) -> list[fp.State]:
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(WRITERS, thread_name_prefix="memdir-write") as pool:
@@ -202,9 +199,10 @@ def _write_threaded(index: Index, conn: sqlite3.Connection, mdir: MemoryDir,
             raise
 
 
-def _states(conn: sqlite3.Connection, mdir: MemoryDir, files: Sequence[str]) -> dict[str, State]:
+def _states(conn: sqlite3.Connection, mdir: MemoryDir,
+            files: Sequence[str]) -> dict[str, fp.State]:
     """The index's (mtime_ns, size) of files about to be rewritten (reinforced duplicates)."""
-    states: dict[str, State] = {}
+    states: dict[str, fp.State] = {}
     for name in files:
         row = conn.execute("SELECT mtime_ns, size FROM memories WHERE dir = ? AND file = ?",
                            (mdir.key, name)).fetchone()
