@@ -123,3 +123,14 @@ def test_an_index_without_a_names_checksum_carries_nothing(md: Memdir) -> None:
     assert md.reconcile() is False  # ... finds them all matching, and saves a fresh one
     fingerprint, disk = fp.scan(md.directory("project").path)
     assert _saved(md) == (fingerprint, fp.names_sum(disk))
+
+
+def test_reconcile_carries_the_fingerprint_over_its_own_index_rewrite(md: Memdir) -> None:
+    memory = md.store("The VPN gateway is in Frankfurt", type="fact")
+    assert memory.path is not None
+    md.reconcile()
+    memory.path.write_text(memory.path.read_text().replace("Frankfurt", "Dublin"))
+    assert md.reconcile() is True  # the edit is indexed and MEMORY.md rewritten ...
+    fingerprint, disk = fp.scan(memory.path.parent)
+    assert _saved(md) == (fingerprint, fp.names_sum(disk))  # ... and nothing is left to do
+    assert "Dublin" in md.get(memory.id).body

@@ -277,6 +277,9 @@ def reconcile(index: Index, dirs: Sequence[MemoryDir]) -> bool:
                 regenerate_index(conn, mdir)
                 any_change = True
             conn.execute(fp.SAVE, (mdir.key, fingerprint, fp.names_sum(disk)))
+            # Rewriting MEMORY.md changed the directory's mtime: carry the fingerprint over
+            # it, or the next command would compare every row again for nothing.
+            fp.carry(conn, mdir.key, mdir.path, {})
     return any_change
 
 
