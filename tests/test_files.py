@@ -116,11 +116,12 @@ def test_index_is_capped_at_200_lines_with_a_hint(md: Memdir) -> None:
     assert "index-too-long" in kinds and set(kinds) <= {"index-too-long", "index-too-large"}
 
 
+@pytest.mark.parametrize("cap", [10, 30])  # 205 memories: a query per type; one pass
 def test_overflow_pages_list_the_most_relevant_and_say_how_to_find_the_rest(
-        md: Memdir, monkeypatch: pytest.MonkeyPatch) -> None:
+        md: Memdir, monkeypatch: pytest.MonkeyPatch, cap: int) -> None:
     import memdir.store
 
-    monkeypatch.setattr(memdir.store, "OVERFLOW_LINES", 10)
+    monkeypatch.setattr(memdir.store, "OVERFLOW_LINES", cap)
     md.store_many([{"content": f"fact {n} about subsystem {n}", "type": "fact",
                     "name": f"fact {n:03d}", "relevance": 0.9 - n / 1000} for n in range(200)]
                   + [{"content": f"decision {n} on design {n}", "type": "decision",
@@ -131,11 +132,11 @@ def test_overflow_pages_list_the_most_relevant_and_say_how_to_find_the_rest(
     assert "- [50 more fact memories](index/fact.md)" in lines
     assert "- [5 more decision memories](index/decision.md)" in lines
     page = (folder / "index" / "fact.md").read_text()
-    # The ten facts right after the 150 in MEMORY.md, most relevant first ...
+    # The facts right after the 150 in MEMORY.md, most relevant first ...
     assert re.findall(r"\]\(\.\./(fact_[\w-]+)\.md\)", page) == [
-        f"fact_fact-{n:03d}" for n in range(150, 160)]
-    # ... and where the forty others are.
-    assert "40 less relevant fact memories are not listed" in page
+        f"fact_fact-{n:03d}" for n in range(150, 150 + cap)]
+    # ... and where the others are.
+    assert f"{50 - cap} less relevant fact memories are not listed" in page
     assert "memdir search QUERY --type fact" in page
     decisions = (folder / "index" / "decision.md").read_text()
     assert decisions.count("](../decision_") == 5 and "not listed" not in decisions

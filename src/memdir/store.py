@@ -160,7 +160,8 @@ def regenerate_index(conn: sqlite3.Connection, mdir: MemoryDir) -> None:
     """MEMORY.md: one line per active memory, most relevant first. Over ``INDEX_KEEP``
     memories it keeps the first ``INDEX_HEAD`` lines and one line per type pointing to
     ``index/<type>.md``, which lists the next ``OVERFLOW_LINES`` of that type, so MEMORY.md
-    stays under its 200-line cap and rewriting it costs the same at 10k memories as at 1M."""
+    stays under its 200-line cap and what a write rewrites stays bounded however large the
+    store grows."""
     if mdir.key in _deferred:
         return
     count = conn.execute("SELECT COUNT(*) FROM memories WHERE dir = ? AND status = 'active'",
@@ -179,18 +180,32 @@ def regenerate_index(conn: sqlite3.Connection, mdir: MemoryDir) -> None:
     head = conn.execute(
         "SELECT type, index_line FROM memories WHERE dir = ? AND status = 'active' "
         f"ORDER BY {_LISTING} LIMIT ?", (key, INDEX_HEAD)).fetchall()
-    shown = Counter(kind for kind, _ in head)
-    rest: dict[str, Overflow] = {}
-    for kind, total in conn.execute(
-            "SELECT type, COUNT(*) FROM memories WHERE dir = ? AND status = 'active' "
-            "GROUP BY type ORDER BY type", (key,)):
-        if total > shown[kind]:
-            # A type's lines in MEMORY.md are its first ones in the same order: skip them.
-            lines = [r[0] for r in conn.execute(
-                "SELECT index_line FROM memories WHERE dir = ? AND status = 'active' AND "
-                f"type = ? ORDER BY {_LISTING} LIMIT ? OFFSET ?",
-                (key, kind, OVERFLOW_LINES, shown[kind]))]
-            rest[kind] = Overflow(total - shown[kind], lines)
+    if count <= 10 * OVERFLOW_LINES:
+        # Few enough to read every line once: cheaper than a query per type, each scanning
+        # the listing index for its own type (10k memories: 25 ms against 50 ms).
+        rows = conn.execute(
+            "SELECT type, index_line FROM memories WHERE dir = ? AND status = 'active' "
+            f"ORDER BY {_LISTING} LIMIT -1 OFFSET ?", (key, INDEX_HEAD)).fetchall()
+        counts = Counter(kind for kind, _ in rows)
+        pages: dict[str, list[str]] = {}
+        for kind, line in rows:
+            page = pages.setdefault(kind, [])
+            if len(page) < OVERFLOW_LINES:
+                page.append(line)
+        rest = {kind: Overflow(counts[kind], pages[kind]) for kind in sorted(pages)}
+    else:
+        # Past that, read only what the pages show: at most OVERFLOW_LINES per type.
+        shown = Counter(kind for kind, _ in head)
+        rest = {}
+        for kind, total in conn.execute(
+                "SELECT type, COUNT(*) FROM memories WHERE dir = ? AND status = 'active' "
+                "GROUP BY type ORDER BY type", (key,)):
+            if total > shown[kind]:
+                # A type's lines in MEMORY.md are its first ones in this order: skip them.
+                rest[kind] = Overflow(total - shown[kind], [r[0] for r in conn.execute(
+                    "SELECT index_line FROM memories WHERE dir = ? AND status = 'active' "
+                    f"AND type = ? ORDER BY {_LISTING} LIMIT ? OFFSET ?",
+                    (key, kind, OVERFLOW_LINES, shown[kind]))])
     more = [f"- [{page.count} more {kind} memories](index/{kind}.md)"
             for kind, page in rest.items()]
     write_index(mdir.path, "\n".join([*(line for _, line in head), "",
