@@ -288,13 +288,13 @@ def reconcile(index: Index, dirs: Sequence[MemoryDir]) -> bool:
                 conn.execute("DELETE FROM memories WHERE dir = ? AND file = ?", (mdir.key, name))
                 conn.execute("DELETE FROM broken WHERE dir = ? AND file = ?", (mdir.key, name))
             _apply(index, conn, mdir, changed)
+            conn.execute(fp.SAVE, (mdir.key, fingerprint, fp.names_sum(disk)))
             if changed or gone:
                 regenerate_index(conn, mdir)
+                # Rewriting MEMORY.md changed the directory's mtime: carry the fingerprint
+                # over it, or the next command would compare every row again for nothing.
+                fp.carry(conn, mdir.key, mdir.path, {})
                 any_change = True
-            conn.execute(fp.SAVE, (mdir.key, fingerprint, fp.names_sum(disk)))
-            # Rewriting MEMORY.md changed the directory's mtime: carry the fingerprint over
-            # it, or the next command would compare every row again for nothing.
-            fp.carry(conn, mdir.key, mdir.path, {})
     return any_change
 
 
