@@ -6,9 +6,9 @@ import sqlite3
 from pathlib import Path
 
 from memdir import Memdir
-from memdir.index import Index
+from memdir.index import BM25_WEIGHTS, Index
 from memdir.index_schema import MIGRATIONS, statements
-from memdir.search import fts_query
+from memdir.search import OVERFETCH, fts_query
 
 
 def test_connection_settings(md: Memdir) -> None:
@@ -66,3 +66,45 @@ def test_an_unchanged_directory_is_not_rescanned_row_by_row(md: Memdir) -> None:
     memory.path.write_text(memory.path.read_text().replace("Fastly", "Cloudflare"))
     assert md.reconcile() is True
     assert [h.memory.id for h in md.search("cloudflare")] == [memory.id]
+
+
+def _plain_join(md: Memdir, query: str, *, include_archived: bool = False) -> list[str]:
+    """The ids the unoptimised query (every match joined, then sorted) ranks first."""
+    fts = fts_query(query)
+    dirs = [str(md.directory(s).path) for s in ("project", "user")]
+    status = "" if include_archived else "AND m.status = 'active'"
+    weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+    rows = md.index.conn.execute(
+        f"SELECT m.id FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
+        f"WHERE memories_fts MATCH ? AND m.dir IN (?, ?) {status} "
+        f"ORDER BY bm25(memories_fts, {weights}), m.file", (fts, *dirs)).fetchall()
+    return [r[0] for r in rows]
+
+
+def test_search_finds_weak_matches_behind_many_better_ones_it_must_filter_out(
+        home: Path, repo: Path, tmp_path: Path) -> None:
+    """FTS5 ranks only OVERFETCH x the pool before the directory and status filters; when
+    they reject all of those, search ranks every match instead of coming back short."""
+    crowd = OVERFETCH * 40 + 50  # more strong matches than FTS5 ranks in its first pass
+    other = tmp_path / "other-project"
+    other.mkdir()
+    with Memdir(home=home, project=other) as elsewhere:
+        elsewhere.store_many([{"content": f"widget widget number {n}", "type": "fact"}
+                              for n in range(crowd)])
+    with Memdir(home=home, project=repo) as md:
+        md.store_many([{"content": f"widget widget archived {n}", "type": "fact"}
+                       for n in range(crowd)])
+        weak = md.store_many([{"content": f"The {w} service renders one widget among many "
+                               "other components of the dashboard page", "type": "fact"}
+                              for w in ("billing", "search", "checkout")])
+        # Archived in the index only (md.archive rewrites a file and MEMORY.md per call):
+        # the directory fingerprint is unchanged, so no reconcile undoes it.
+        md.index.conn.execute("UPDATE memories SET status = 'archived' WHERE body LIKE "
+                              "'%archived%'")
+        found = [h.memory.id for h in md.search("widget", limit=10, touch=False)]
+        assert sorted(found) == sorted(m.id for m in weak)
+        assert found == _plain_join(md, "widget")
+        with_archived = [h.memory.id for h in md.search("widget", limit=50, touch=False,
+                                                        include_archived=True)]
+        assert len(with_archived) == 50
+        assert set(with_archived) <= set(_plain_join(md, "widget", include_archived=True))

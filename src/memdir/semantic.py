@@ -30,9 +30,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memdir.hybrid import LEXICAL_WEIGHT, fuse_scores
-from memdir.index import BM25_WEIGHTS, Index, row_to_memory
+from memdir.index import Index, row_to_memory
 from memdir.model import Hit, Memory
-from memdir.search import fts_query, glob_matches, match_where, run_search, strength
+from memdir.search import best_matches, fts_query, glob_matches, run_search, strength
 
 if TYPE_CHECKING:
     from memdir.embed import Embedder
@@ -167,14 +167,8 @@ def _lexical(index: Index, query: str, dirs: Sequence[MemoryDir], *, types: Sequ
     fts = fts_query(query)
     if fts is None:
         return {}
-    weights = ", ".join(str(w) for w in BM25_WEIGHTS)
-    where, params = match_where(fts, dirs, types=types, tags=tags,
-                                include_archived=include_archived)
-    rows = index.conn.execute(
-        f"SELECT m.dir, m.file, bm25(memories_fts, {weights}) AS rank "
-        "FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
-        f"WHERE {where} ORDER BY rank, m.file LIMIT ?", [*params, limit]
-    ).fetchall()
+    rows = best_matches(index.conn, fts, dirs, types=types, tags=tags,
+                        include_archived=include_archived, limit=limit, columns="m.dir, m.file")
     return {(row[0], row[1]): -float(row[2]) for row in rows}
 
 
