@@ -182,16 +182,15 @@ OVERFETCH = 5
 
 def best_matches(conn: sqlite3.Connection, fts: str, dirs: Sequence[MemoryDir], *,
                  types: Sequence[str], tags: Sequence[str] | None, include_archived: bool,
-                 limit: int, columns: str = "m.*, u.access_count, u.last_accessed",
-                 ) -> list[sqlite3.Row]:
+                 limit: int, whole: bool = True) -> list[sqlite3.Row]:
     """The ``limit`` best BM25 matches of ``fts`` in ``dirs`` passing the filters, best first
-    (ties by file name): ``columns`` of ``memories m`` (and ``usage u``) plus ``rank``, the
-    weighted BM25 (lower is better).
+    (ties by file name), each with ``rank``, the weighted BM25 (lower is better): whole rows
+    with their usage counters, or with ``whole=False`` only ``dir`` and ``file``.
 
     FTS5 ranks OVERFETCH × ``limit`` matches alone first; only when the filters (another
     project's directory, archived, a type or a tag) reject so many that fewer than ``limit``
-    remain while FTS5 had more does the query run again over every match, so the result is
-    always the one the plain join would give.
+    remain while FTS5 had more does the query run again over every match. So the result is
+    the plain join's (up to the order of exactly equal BM25 scores at the first cut).
     """
     where = [f"m.dir IN ({','.join('?' * len(dirs))})"]
     params: list[Any] = [d.key for d in dirs]
@@ -201,7 +200,8 @@ def best_matches(conn: sqlite3.Connection, fts: str, dirs: Sequence[MemoryDir], 
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
     ranked = (f"SELECT rowid, bm25(memories_fts, {weights}) AS rank FROM memories_fts "
               "WHERE memories_fts MATCH ? ORDER BY rank")
-    usage = "LEFT JOIN usage u ON u.dir = m.dir AND u.id = m.id " if "u." in columns else ""
+    columns = "m.*, u.access_count, u.last_accessed" if whole else "m.dir, m.file"
+    usage = "LEFT JOIN usage u ON u.dir = m.dir AND u.id = m.id " if whole else ""
 
     def run(cap: str) -> list[sqlite3.Row]:
         return conn.execute(

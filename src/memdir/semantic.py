@@ -168,7 +168,7 @@ def _lexical(index: Index, query: str, dirs: Sequence[MemoryDir], *, types: Sequ
     if fts is None:
         return {}
     rows = best_matches(index.conn, fts, dirs, types=types, tags=tags,
-                        include_archived=include_archived, limit=limit, columns="m.dir, m.file")
+                        include_archived=include_archived, limit=limit, whole=False)
     return {(row[0], row[1]): -float(row[2]) for row in rows}
 
 
