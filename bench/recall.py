@@ -44,7 +44,7 @@ from pathlib import Path
 from memdir import Memdir
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from core import ENVIRONMENTS, Corpus, _fmt, _percentile, _say
+from core import ENVIRONMENTS, Corpus, _fmt, _percentile, _say, machine_speed, speed_line
 
 BUDGETS = (200, 800, 2000)
 CLI_TARGET_MS = 120.0
@@ -233,8 +233,10 @@ def targets_table(results: Sequence[Result]) -> str:
     return "\n".join(lines)
 
 
-def write_json(path: Path, results: Sequence[Result], opts: Options) -> None:
+def write_json(path: Path, results: Sequence[Result], opts: Options,
+               speed: tuple[float, float]) -> None:
     data = {"python": sys.version.split()[0], "cpus": os.cpu_count(), "seed": opts.seed,
+            "loop_10m_s": {"before": speed[0], "after": speed[1]},
             "prompts": opts.prompts, "token_queries": opts.token_queries,
             "context_calls": opts.context_calls, "cli_runs": opts.cli_runs,
             "results": [asdict(r) for r in results],
@@ -270,17 +272,21 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
 def main(argv: Sequence[str] | None = None) -> int:
     opts = parse_args(argv)
     results = []
+    before = machine_speed()
     for size in opts.sizes:
         result = bench_size(size, opts)
         results.append(result)
         _say(f"{size:,}: done: {json.dumps(asdict(result))}")
+    after = machine_speed()
     print(f"memdir recall benchmarks (Python {sys.version.split()[0]}, "
           f"{os.cpu_count()} CPUs)\n")
     print(results_table(results))
     print()
     print(targets_table(results))
+    print()
+    print(speed_line(before, after))
     if opts.json_path:
-        write_json(opts.json_path, results, opts)
+        write_json(opts.json_path, results, opts, (before, after))
     return 0
 
 
