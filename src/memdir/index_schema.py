@@ -191,6 +191,17 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         ALTER TABLE dir_state ADD COLUMN names INTEGER;
         """,
     ),
+    (
+        "a generation and a save time with each directory fingerprint",
+        # The generation lets a reconcile that compared without the lock save its fingerprint
+        # only if no write changed the directory's rows meanwhile; the save time tells a
+        # fingerprint taken in the same clock tick as a change (coarse timestamps) from one
+        # that is safe to trust on the directory's mtime alone (memdir.fingerprint).
+        """
+        ALTER TABLE dir_state ADD COLUMN gen INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE dir_state ADD COLUMN saved_ns INTEGER NOT NULL DEFAULT 0;
+        """,
+    ),
 )
 
 

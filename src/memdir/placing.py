@@ -230,10 +230,12 @@ def write_new(index: Index, mdir: MemoryDir, memories: Sequence[Memory]) -> list
             if bulk:
                 os.sync()  # one flush for the whole batch instead of one fsync() per file
             regenerate_index(conn, mdir)
-            if len(before) == len(rewritten):  # else a row vanished: let reconcile compare
+            if len(before) == len(rewritten):
                 fp.carry(conn, mdir.key, mdir.path, {
                     p.path.name: (before.get(p.path.name), state)
                     for p, state in zip(placed, after, strict=True)})
+            else:  # a row vanished meanwhile: let reconcile compare
+                fp.forget(conn, mdir.key)
     except BaseException:
         # The transaction rolled back: take back the files this call created.
         for path in created:

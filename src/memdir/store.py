@@ -120,6 +120,7 @@ def modify(index: Index, mdir: MemoryDir, path: Path, change: Callable[[Memory],
                 path.unlink()
             conn.execute("DELETE FROM memories WHERE dir = ? AND file = ?", (mdir.key, path.name))
         regenerate_index(conn, mdir)
+        fp.forget(conn, mdir.key)
     return updated
 
 
@@ -132,6 +133,7 @@ def remove(index: Index, mdir: MemoryDir, memory: Memory) -> None:
                      (mdir.key, memory.path.name))
         conn.execute("DELETE FROM usage WHERE dir = ? AND id = ?", (mdir.key, memory.id))
         regenerate_index(conn, mdir)
+        fp.forget(conn, mdir.key)
 
 
 _deferred: set[str] = set()  # directories whose MEMORY.md waits for the end of a batch
@@ -269,16 +271,19 @@ def reconcile(index: Index, dirs: Sequence[MemoryDir]) -> bool:
     """Bring the index in line with files changed outside memdir. True if anything changed."""
     any_change = False
     for mdir in dirs:
+        # The saved row before the scan: a write committed after this read bumps its
+        # generation, and the unlocked save below then leaves the newer row alone.
+        saved = fp.load(index.conn, mdir.key)
         fingerprint, disk = fp.scan(mdir.path)
-        row = index.conn.execute("SELECT fingerprint FROM dir_state WHERE dir = ?",
-                                 (mdir.key,)).fetchone()
-        if row is not None and row[0] == fingerprint:
+        if fp.trusted(saved, fingerprint, disk):
+            if saved is not None and saved.racy and fp.settled(fingerprint):
+                # Checked by names while racy, and the directory is old enough now: save it
+                # again so that the next command trusts its mtime alone.
+                _save_unlocked(index, mdir, fingerprint, disk, saved)
             continue
         changed, gone = _diff(index.conn, mdir, disk)
         if not changed and not gone:
-            # The index matched this listing: remember it (best effort, on a read path).
-            index.try_write(fp.SAVE, [(mdir.key, fingerprint, fp.names_sum(disk))],
-                            "directory fingerprint not saved")
+            _save_unlocked(index, mdir, fingerprint, disk, saved)
             continue
         with index.write() as conn:
             # Again, under the lock: another process may have reconciled in the meantime.
@@ -288,7 +293,7 @@ def reconcile(index: Index, dirs: Sequence[MemoryDir]) -> bool:
                 conn.execute("DELETE FROM memories WHERE dir = ? AND file = ?", (mdir.key, name))
                 conn.execute("DELETE FROM broken WHERE dir = ? AND file = ?", (mdir.key, name))
             _apply(index, conn, mdir, changed)
-            conn.execute(fp.SAVE, (mdir.key, fingerprint, fp.names_sum(disk)))
+            fp.save(conn, mdir.key, fingerprint, fp.names_sum(disk))
             if changed or gone:
                 regenerate_index(conn, mdir)
                 # Rewriting MEMORY.md changed the directory's mtime: carry the fingerprint
@@ -296,6 +301,14 @@ def reconcile(index: Index, dirs: Sequence[MemoryDir]) -> bool:
                 fp.carry(conn, mdir.key, mdir.path, {})
                 any_change = True
     return any_change
+
+
+def _save_unlocked(index: Index, mdir: MemoryDir, fingerprint: str,
+                   disk: dict[str, tuple[int, int]], saved: fp.Saved | None) -> None:
+    """The index matched this listing: remember it (best effort, on a read path), unless a
+    write changed the directory's row since ``saved`` was read."""
+    sql, params = fp.save_unless_changed(mdir.key, fingerprint, fp.names_sum(disk), saved)
+    index.try_write(sql, [params], "directory fingerprint not saved")
 
 
 def reindex(index: Index, dirs: Sequence[MemoryDir], progress: Progress | None = None) -> int:
@@ -308,5 +321,6 @@ def reindex(index: Index, dirs: Sequence[MemoryDir], progress: Progress | None =
             conn.execute("DELETE FROM broken WHERE dir = ?", (mdir.key,))
             _apply(index, conn, mdir, states, progress)
             regenerate_index(conn, mdir)
+            fp.forget(conn, mdir.key)  # the files may have changed while they were read
         total += len(states)
     return total
