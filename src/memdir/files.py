@@ -20,6 +20,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
+from stat import S_ISDIR, S_ISREG
 
 __all__ = [
     "INDEX_FILE",
@@ -68,12 +69,13 @@ def slugify(text: str, limit: int = 60) -> str:
     return slug[:limit].rstrip("-") or "memory"
 
 
-def atomic_write(path: Path, text: str, *, fsync: bool = True) -> os.stat_result:
-    """Write ``text`` to ``path`` so that readers see the old file or the new one, never half.
+def atomic_write(path: Path, text: str | bytes, *, fsync: bool = True) -> os.stat_result:
+    """Write ``text`` (UTF-8) or bytes to ``path`` so that readers see the old file or the
+    new one, never half.
 
     Returns the new file's stat (taken before the rename, which keeps size and mtime)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-    data = text.encode("utf-8")
+    data = text if isinstance(text, bytes) else text.encode("utf-8")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -163,7 +165,7 @@ def write_index(directory: Path, lines: str) -> None:
             head = fh.read(512).decode("utf-8", errors="replace")
             if _MARKER not in head and head.strip():
                 fh.seek(0)
-                atomic_write(orig, fh.read().decode("utf-8", errors="replace"))
+                atomic_write(orig, fh.read())  # byte for byte, whatever its encoding
     atomic_write(path, render_index(lines), fsync=False)
 
 
@@ -175,28 +177,67 @@ class Overflow:
     lines: list[str]
 
 
+_KIND = re.compile(r"[a-z0-9][a-z0-9_-]*\Z")  # a type name that is safe as a file name
+
+
+def _generated(page: Path) -> bool:
+    """Whether an ``index/*.md`` file is one of memdir's pages (so memdir may replace or
+    remove it): a regular file starting with our heading and marker."""
+    try:
+        with open(page, "rb") as fh:
+            if not S_ISREG(os.fstat(fh.fileno()).st_mode) or os.path.islink(page):
+                return False
+            head = fh.read(512).decode("utf-8", errors="replace")
+    except OSError:
+        return False
+    return head.startswith("# More ") and _MARKER in head
+
+
 def write_overflow(directory: Path, rest: dict[str, Overflow]) -> None:
     """``index/<type>.md`` for the index lines MEMORY.md has no room for; stale ones removed.
-    Links are made relative to the ``index`` folder."""
+    Links are made relative to the ``index`` folder.
+
+    Only memdir's own pages are ever replaced or removed: an ``index`` that is a symlink or a
+    file, a page memdir did not write, and a type name unfit for a file name are left alone
+    (with a warning), so regenerating the index can never delete or overwrite a user's file.
+    """
+    from memdir.errors import warn  # only when something is wrong
+
     folder = directory / OVERFLOW_DIR
-    if not rest and not folder.is_dir():
+    try:
+        mode: int | None = os.lstat(folder).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not S_ISDIR(mode):
+        if rest:
+            warn("memdir: %s is a symlink or a file, so the overflow pages of MEMORY.md are "
+                 "not written; move it away and the next change writes them", folder)
+        return
+    for kind in [k for k in rest if not _KIND.match(k)]:
+        warn("memdir: no overflow page for the type %r: not a safe file name", kind)
+    rest = {kind: page for kind, page in rest.items() if _KIND.match(kind)}
+    if not rest and mode is None:
         return
     wanted = {f"{kind}.md" for kind in rest}
-    if folder.is_dir():
+    if mode is not None:
         for old in folder.glob("*.md"):
-            if old.name not in wanted:
+            if old.name not in wanted and _generated(old):
                 with contextlib.suppress(OSError):
                     old.unlink()
     if rest:
         folder.mkdir(exist_ok=True)
     for kind, page in rest.items():
+        target = folder / f"{kind}.md"
+        if os.path.lexists(target) and not _generated(target):
+            warn("memdir: %s was not written by memdir, so it is left as it is; move it away "
+                 "and the next change writes the overflow page there", target)
+            continue
         body = "\n".join(line.replace("](", "](../", 1) for line in page.lines)
         unlisted = page.count - len(page.lines)
         if unlisted > 0:
             body += (f"\n\n[... {unlisted} less relevant {kind} memories are not listed: "
                      f"find them with `memdir search QUERY --type {kind}`.]")
-        atomic_write(folder / f"{kind}.md", f"# More {kind} memories\n\n{_MARKER}\n\n{body}\n",
-                     fsync=False)
+        atomic_write(target, f"# More {kind} memories\n\n{_MARKER}\n\n{body}\n", fsync=False)
 
 
 def read_index(directory: Path) -> str:

@@ -29,13 +29,14 @@ from memdir import fingerprint as fp
 from memdir.errors import MemdirError
 from memdir.files import atomic_write, new_id
 from memdir.index import Index, memory_to_row
-from memdir.markdown import parse, render
+from memdir.markdown import render
 from memdir.model import Memory
 from memdir.paths import safe_join
 from memdir.store import (
     MemoryDir,
     file_name,
     first_free,
+    load_file,
     name_base,
     norm_hash,
     regenerate_index,
@@ -132,17 +133,18 @@ def _marks(values: Sequence[str]) -> str:
     return ",".join("?" * len(values))
 
 
-def _reinforced(mdir: MemoryDir, file: str, when: Memory) -> Memory | None:
-    """A duplicate's file re-read, with one more reinforcement; None if it is unusable."""
-    path = mdir.path / file
+def _reinforced(mdir: MemoryDir, file: str, when: Memory, digest: str) -> Memory | None:
+    """A duplicate's file re-read, with one more reinforcement. None if it is unusable or no
+    longer holds that body: edited since it was indexed, it is left alone (the next reconcile
+    indexes the edit) and the memory is stored as a new one."""
     try:
-        current = parse(path.read_text(encoding="utf-8"), stem=path.stem, scope=mdir.scope)
+        current = load_file(mdir, file)
     except (OSError, MemdirError):
         return None
-    spec = mdir.taxonomy.lookup(current.type)
+    if norm_hash(current.body) != digest:
+        return None
     return current.replace(
-        type=spec.name if spec else current.type,
-        path=path, reinforced=current.reinforced + 1, updated=when.updated, status="active",
+        reinforced=current.reinforced + 1, updated=when.updated, status="active",
         tags=tuple(dict.fromkeys((*current.tags, *when.tags))),
         relevance=max(current.relevance, when.relevance),
     )
@@ -165,7 +167,7 @@ def _plan(conn: sqlite3.Connection, mdir: MemoryDir, memories: Sequence[Memory],
             slots.append(slot)
             continue
         file = held.duplicate_of(digest)
-        again = None if file is None else _reinforced(mdir, file, memory)
+        again = None if file is None else _reinforced(mdir, file, memory, digest)
         if again is None:
             path = safe_join(mdir.path, held.free_name(memory), real_base=real_base)
             again = memory.replace(id=held.free_id(memory.id), path=path, scope=mdir.scope)

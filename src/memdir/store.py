@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memdir import fingerprint as fp
-from memdir.errors import MemdirError, MemoryFileError, PathTraversalError
+from memdir.errors import MemdirError, MemoryFileError, MemoryNotFoundError, PathTraversalError
 from memdir.files import (
     INDEX_HEAD,
     INDEX_KEEP,
@@ -43,8 +43,9 @@ from memdir.model import Memory, Scope
 from memdir.paths import safe_join
 from memdir.taxonomy import Taxonomy
 
-__all__ = ["MemoryDir", "file_name", "first_free", "index_deferred", "modify", "name_base",
-           "norm_hash", "reconcile", "regenerate_index", "reindex", "remove", "write_file"]
+__all__ = ["MemoryDir", "file_name", "first_free", "index_deferred", "load_file", "modify",
+           "name_base", "norm_hash", "reconcile", "regenerate_index", "reindex", "remove",
+           "write_file"]
 
 Progress = Callable[[int, int], None]
 
@@ -102,14 +103,18 @@ def write_file(index: Index, conn: sqlite3.Connection, mdir: MemoryDir, memory: 
 
 
 def modify(index: Index, mdir: MemoryDir, path: Path, change: Callable[[Memory], Memory],
-           *, rename: bool = False) -> Memory:
+           *, rename: bool = False, memory_id: str | None = None) -> Memory:
     """Re-read a memory's file under the write lock, apply ``change``, write it back.
 
     The file on disk is the source of truth: a hand edit made since the last index read is
-    kept. With ``rename`` the memory gets a fresh ``<type>_<slug>.md`` name (same id).
+    kept. With ``rename`` the memory gets a fresh ``<type>_<slug>.md`` name (same id). With
+    ``memory_id``, MemoryNotFoundError if the file no longer holds that memory (another
+    program renamed it and put another file under its name): nothing is written.
     """
     with index.write() as conn:
         current = _load(mdir, FileState(path.name, 0, 0))
+        if memory_id is not None and current.id != memory_id:
+            raise _moved(path, memory_id)
         updated = change(current)
         if rename:
             name = file_name(conn, mdir, updated, {path.name})
@@ -124,9 +129,25 @@ def modify(index: Index, mdir: MemoryDir, path: Path, change: Callable[[Memory],
     return updated
 
 
+def _moved(path: Path, memory_id: str) -> MemoryNotFoundError:
+    return MemoryNotFoundError(
+        f"{path.name} no longer holds memory {memory_id}: another program changed the "
+        "directory since it was indexed", "run the command again: memdir looks it up afresh")
+
+
 def remove(index: Index, mdir: MemoryDir, memory: Memory) -> None:
+    """Delete a memory's file and rows. MemoryNotFoundError, deleting nothing, if its file now
+    holds another memory or something unreadable (see :func:`modify`)."""
     assert memory.path is not None
     with index.write() as conn:
+        try:
+            on_disk: str | None = _load(mdir, FileState(memory.path.name, 0, 0)).id
+        except FileNotFoundError:
+            on_disk = memory.id  # already gone: the rows follow
+        except (MemdirError, OSError):
+            on_disk = None
+        if on_disk != memory.id:
+            raise _moved(memory.path, memory.id)
         with contextlib.suppress(FileNotFoundError):
             memory.path.unlink()
         conn.execute("DELETE FROM memories WHERE dir = ? AND file = ?",
@@ -225,6 +246,12 @@ def _load(mdir: MemoryDir, state: FileState, real_base: str | None = None) -> Me
         raise MemoryFileError("the file is not UTF-8 text") from None
     memory = parse(text, stem=path.stem, scope=mdir.scope)
     return memory.replace(type=mdir.taxonomy.resolve(memory.type), path=path)
+
+
+def load_file(mdir: MemoryDir, name: str) -> Memory:
+    """A memory file of the directory as it is on disk now (path vetted, type resolved);
+    MemdirError or OSError when it is unusable or gone."""
+    return _load(mdir, FileState(name, 0, 0))
 
 
 def _apply(index: Index, conn: sqlite3.Connection, mdir: MemoryDir,

@@ -181,8 +181,15 @@ class Team:
         md = self._team_md()
         assert found.path is not None
         if not self._remote(found.scope):
-            return st.modify(md.index, md.directory(found.scope), found.path, change,
-                             rename=rename)
+            try:
+                return st.modify(md.index, md.directory(found.scope), found.path, change,
+                                 rename=rename, memory_id=found.id)
+            except MemoryNotFoundError:  # its file now holds another memory: look again
+                md.reconcile()
+                again = md._find(found.id, [found.scope])
+                assert again.path is not None
+                return st.modify(md.index, md.directory(again.scope), again.path, change,
+                                 rename=rename, memory_id=again.id)
         wanted = change(found)
         fields = {key: _jsonable(getattr(wanted, attr)) for attr, key in _PATCHABLE.items()
                   if getattr(wanted, attr) != getattr(found, attr)}
@@ -207,7 +214,11 @@ class Team:
             # Already gone from the server: the deletion is done, the mirror follows.
             with contextlib.suppress(MemoryNotFoundError):
                 self._client().delete(memory.id)
-        st.remove(md.index, md.directory(memory.scope), memory)
+        try:
+            st.remove(md.index, md.directory(memory.scope), memory)
+        except MemoryNotFoundError:  # its file now holds another memory: look again
+            md.reconcile()
+            st.remove(md.index, md.directory(memory.scope), md._find(memory.id, [memory.scope]))
 
     # -- conflicts ---------------------------------------------------------------------------
 

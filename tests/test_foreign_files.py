@@ -1,0 +1,90 @@
+"""Files memdir did not write, or that changed under it since it indexed them: memdir never
+overwrites or deletes them, and never writes outside its directory because of them."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from memdir import Memdir
+from memdir.errors import MemoryNotFoundError
+from memdir.files import INDEX_KEEP
+
+
+@pytest.fixture
+def slow(home: Path, repo: Path) -> Memdir:
+    """A long-lived instance (an MCP or HTTP server) that reconciles at most once an hour."""
+    return Memdir(home=home, project=repo, sync_interval=3600)
+
+
+def test_a_duplicate_of_a_file_edited_since_it_was_indexed_is_stored_anew(slow: Memdir) -> None:
+    first = slow.store("Deploys go out on Tuesdays", type="project")
+    assert first.path is not None
+    edited = first.path.read_text().replace("Tuesdays", "Thursdays, never Fridays")
+    first.path.write_text(edited)  # by hand, not yet reconciled
+    again = slow.store("Deploys go out on Tuesdays", type="project")
+    assert again.path != first.path and again.reinforced == 0
+    assert first.path.read_text() == edited  # the hand edit is kept as written
+    assert "Tuesdays" in again.path.read_text()  # type: ignore[union-attr]
+    slow.reconcile()
+    assert {h.memory.id for h in slow.search("thursdays")} == {first.id}
+    assert {h.memory.id for h in slow.search("tuesdays")} == {again.id}
+
+
+def test_update_and_delete_never_touch_another_file_under_the_memorys_old_name(
+        slow: Memdir) -> None:
+    a = slow.store("The zeppelin hangar key is in the office safe", type="fact", name="a")
+    b = slow.store("The VPN gateway is in Frankfurt", type="fact", name="b")
+    assert a.path is not None and b.path is not None
+    moved = a.path.with_name("fact_moved-by-hand.md")
+    a.path.rename(moved)  # another program renames a and puts its own note under a's name
+    note = "---\nname: Human note\ntype: fact\n---\nMy own notes, not a memory of memdir.\n"
+    a.path.write_text(note)
+    updated = slow.update(a.id, content="The airship hangar key is in the office safe")
+    assert updated.id == a.id and updated.path == moved
+    assert a.path.read_text() == note and "airship" in moved.read_text()
+    b.path.rename(b.path.with_name("fact_b-elsewhere.md"))
+    b.path.write_text(note)
+    slow.delete(b.id)
+    assert b.path.read_text() == note and not b.path.with_name("fact_b-elsewhere.md").exists()
+    with pytest.raises(MemoryNotFoundError):
+        slow.get(b.id)
+
+
+def test_index_pages_never_replace_or_delete_files_memdir_did_not_write(
+        slow: Memdir, tmp_path: Path) -> None:
+    folder = slow.directory("project").path
+    folder.mkdir(parents=True, exist_ok=True)
+    mine = folder / "index"
+    mine.mkdir()
+    (mine / "journal.md").write_text("my journal\n")  # a user's own folder named index
+    (mine / "fact.md").write_text("my facts\n")
+    slow.store_many([{"content": f"Fact number {n} about the build", "type": "fact"}
+                     for n in range(INDEX_KEEP + 20)])
+    assert (mine / "journal.md").read_text() == "my journal\n"
+    assert (mine / "fact.md").read_text() == "my facts\n"
+
+
+def test_an_index_symlink_out_of_the_directory_is_not_followed(slow: Memdir,
+                                                               tmp_path: Path) -> None:
+    victim = tmp_path / "victim_notes"
+    victim.mkdir()
+    (victim / "todo.md").write_text("buy milk\n")
+    folder = slow.directory("project").path
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "index").symlink_to(victim)
+    slow.store_many([{"content": f"Fact number {n} about the build", "type": "fact"}
+                     for n in range(INDEX_KEEP + 20)])
+    assert sorted(os.listdir(victim)) == ["todo.md"]
+    assert (victim / "todo.md").read_text() == "buy milk\n"
+
+
+def test_a_memory_md_memdir_did_not_write_is_kept_byte_for_byte(slow: Memdir) -> None:
+    folder = slow.directory("project").path
+    folder.mkdir(parents=True, exist_ok=True)
+    raw = b"# My index\n\ncaf\xe9 notes in Latin-1\n"
+    (folder / "MEMORY.md").write_bytes(raw)
+    slow.store("The CDN is Fastly", type="fact")
+    assert (folder / "MEMORY.md.orig").read_bytes() == raw
