@@ -88,3 +88,27 @@ def test_a_memory_md_memdir_did_not_write_is_kept_byte_for_byte(slow: Memdir) ->
     (folder / "MEMORY.md").write_bytes(raw)
     slow.store("The CDN is Fastly", type="fact")
     assert (folder / "MEMORY.md.orig").read_bytes() == raw
+
+
+@pytest.mark.parametrize("field", ["reinforced: 99999999999999999999999",
+                                   "updated: 0001-01-01T00:00:00+05:00",
+                                   "created: 9999-12-31T23:00:00-05:00"])
+def test_a_value_out_of_range_makes_one_file_broken_not_every_read(md: Memdir,
+                                                                   field: str) -> None:
+    md.store("The CDN is Fastly", type="fact")
+    folder = md.directory("project").path
+    (folder / "fact_odd.md").write_text(f"---\nname: Odd\ntype: fact\n{field}\n---\nOdd one.\n")
+    assert [h.memory.name for h in md.search("fastly")] == ["The CDN is Fastly"]
+    assert "Fastly" in md.context().text
+    assert [p.where.endswith("fact_odd.md") for p in md.doctor()] == [True]
+
+
+def test_nan_and_infinity_in_meta_do_not_break_the_session_context(md: Memdir) -> None:
+    folder = md.directory("project").path
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "procedure_deploy.md").write_text(
+        "---\nname: Deploy\ntype: procedure\nnotes: .nan\nlimit: .inf\n---\n"
+        "Run make deploy, then watch the dashboard.\n")
+    context = md.context(query="deploy")
+    assert "make deploy" in context.text
+    assert md.search("deploy")[0].memory.meta == {"notes": "nan", "limit": "inf"}

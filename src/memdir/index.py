@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -78,9 +79,21 @@ def memory_to_row(memory: Memory, directory: str, norm_hash: str, mtime_ns: int,
         memory.type, memory.body, memory.relevance, json.dumps(list(memory.tags)),
         json.dumps(list(memory.paths)), memory.source, format_time(memory.created),
         format_time(memory.updated), memory.reinforced, memory.status, memory.superseded_by,
-        json.dumps(dict(memory.meta), default=encode_meta), norm_hash, mtime_ns, size,
+        json.dumps(_finite(dict(memory.meta)), default=encode_meta), norm_hash, mtime_ns, size,
         index_line(memory.name, memory.file, memory.type, memory.description),
     )
+
+
+def _finite(value: Any) -> Any:
+    """Meta with YAML's .nan and .inf as strings: JSON has no such numbers, and SQLite's
+    JSON functions reject the ``NaN`` Python would write (session-start context reads meta)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 # YAML frontmatter can hold dates; JSON cannot. Tag them so meta read back from the index

@@ -260,9 +260,18 @@ def _apply(index: Index, conn: sqlite3.Connection, mdir: MemoryDir,
     for n, state in enumerate(changed, start=1):
         try:
             memory = _load(mdir, state, real_base)
-        except (MemdirError, OSError) as exc:
+            # The row too: a value the file allows but SQLite or UTC cannot hold (a huge
+            # count, a date at the edge of the calendar) makes the file broken, not the read.
+            row = memory_to_row(memory, mdir.key, norm_hash(memory.body), state.mtime_ns,
+                                state.size)
+            index.upsert(conn, row)
+        except (MemdirError, OSError, OverflowError, ValueError) as exc:
             message = exc.message if isinstance(exc, MemdirError) else str(exc)
             hint = exc.hint if isinstance(exc, MemdirError) else MemoryFileError.default_hint
+            if isinstance(exc, OverflowError | ValueError):
+                message = f"a frontmatter value is out of range ({exc})"
+                hint = ("keep reinforced a plain count and dates between the years 1 and "
+                        "9999 (in UTC)")
             if isinstance(exc, PathTraversalError):
                 hint = "remove the symlink; memory files must live inside their directory"
             conn.execute("DELETE FROM memories WHERE dir = ? AND file = ?", (mdir.key, state.name))
@@ -271,8 +280,6 @@ def _apply(index: Index, conn: sqlite3.Connection, mdir: MemoryDir,
                 (mdir.key, state.name, message, hint, state.mtime_ns, state.size))
         else:
             conn.execute("DELETE FROM broken WHERE dir = ? AND file = ?", (mdir.key, state.name))
-            index.upsert(conn, memory_to_row(memory, mdir.key, norm_hash(memory.body),
-                                             state.mtime_ns, state.size))
         if progress:
             progress(n, len(changed))
 
