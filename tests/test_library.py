@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import CLI
 from memdir import (
     InvalidMemoryError,
     Memdir,
@@ -289,3 +290,31 @@ def test_import_keeps_ids_unique_per_directory(md: Memdir, tmp_path: Path) -> No
     ids = [m.id for m in report.imported]
     assert len(ids) == 2 and ids[0] == "same1234" and ids[1] != "same1234"
     assert [p.kind for p in md.doctor()] == []
+
+
+def test_limits_out_of_range_are_refused_with_a_hint(md: Memdir) -> None:
+    md.store("Deploys go out on Tuesdays", type="decision")
+    for bad in (0, -1, 10**19):
+        with pytest.raises(InvalidMemoryError, match="limit must be"):
+            md.search("deploy", limit=bad)
+        with pytest.raises(InvalidMemoryError, match="limit must be"):
+            md.list(limit=bad)
+
+
+def test_text_with_lone_surrogates_is_searched_not_crashed_on(md: Memdir) -> None:
+    memory = md.store("Deploys go out on Tuesdays", type="decision", tags=["ops"])
+    assert [h.memory.id for h in md.search("deploy \ud800", tags=["ops"])] == [memory.id]
+    assert md.search("deploy", tags=["ops\udcff"]) == []
+    assert [m.id for m in md.list(tags="ops")] == [memory.id]  # one tag, not o, p and s
+    first = md.recall("when do deploys go out \ud800", "session\udcff")
+    again = md.recall("when do deploys go out \ud800", "session\udcff")
+    assert [m.id for m in first.memories] == [memory.id] and again.memories == []
+
+
+def test_the_cli_refuses_a_huge_limit_and_survives_undecodable_arguments(cli: CLI) -> None:
+    cli("store", "--type", "decision", "Deploys go out on Tuesdays", check=True)
+    huge = cli("search", "deploy", "--limit", "10000000000000000000")
+    assert huge.returncode != 0 and "limit must be" in huge.stderr
+    assert "internal error" not in huge.stderr
+    odd = cli("search", "deploy", "--tags", "\udcff")  # the byte 0xff on the command line
+    assert odd.returncode == 0, odd.stderr
