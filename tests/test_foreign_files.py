@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
+import memdir.placing
 from memdir import Memdir
-from memdir.errors import MemoryNotFoundError
-from memdir.files import INDEX_KEEP
+from memdir.errors import DuplicateNameError, MemoryNotFoundError
+from memdir.files import INDEX_KEEP, atomic_write
+from memdir.model import Memory
 
 
 @pytest.fixture
@@ -112,3 +114,43 @@ def test_nan_and_infinity_in_meta_do_not_break_the_session_context(md: Memdir) -
     context = md.context(query="deploy")
     assert "make deploy" in context.text
     assert md.search("deploy")[0].memory.meta == {"notes": "nan", "limit": "inf"}
+
+
+NOTE = "---\nname: Human note\ntype: fact\n---\nMy own notes, written with O_EXCL.\n"
+
+
+@pytest.mark.parametrize("size", [10, 100])  # one file at a time, and the threaded batch
+def test_a_file_created_under_a_planned_name_mid_batch_is_never_overwritten(
+        md: Memdir, monkeypatch: pytest.MonkeyPatch, size: int) -> None:
+    folder = md.directory("project").path
+    last = folder / f"fact_item-{size - 1}.md"
+    render = memdir.placing.render
+
+    def render_and_race(memory: Memory) -> str:
+        if memory.name == "item 0":  # another program takes the last planned name meanwhile
+            last.write_text(NOTE)
+        return render(memory)
+
+    items = [{"content": f"Batch memory {i}", "type": "fact", "name": f"item {i}"}
+             for i in range(size)]
+    monkeypatch.setattr(memdir.placing, "render", render_and_race)
+    with pytest.raises(DuplicateNameError, match=f"another program created {last.name}"):
+        md.store_many(items)
+    assert last.read_text() == NOTE
+    assert sorted(p.name for p in folder.glob("fact_*.md")) == [last.name]  # only its own
+    assert [m.name for m in md.list()] == ["Human note"]  # indexed as what it is
+    monkeypatch.setattr(memdir.placing, "render", render)
+    assert len(md.store_many(items)) == size  # run again: another name for the last one
+    assert last.read_text() == NOTE
+
+
+def test_an_exclusive_write_never_replaces_an_existing_file(tmp_path: Path) -> None:
+    tmp_path = tmp_path / "dir"
+    tmp_path.mkdir()
+    target = tmp_path / "fact_taken.md"
+    target.write_text(NOTE)
+    with pytest.raises(FileExistsError):
+        atomic_write(target, "new text", exclusive=True)
+    assert target.read_text() == NOTE and sorted(os.listdir(tmp_path)) == ["fact_taken.md"]
+    atomic_write(tmp_path / "fact_free.md", "new text", exclusive=True)
+    assert (tmp_path / "fact_free.md").read_text() == "new text"

@@ -69,9 +69,11 @@ def slugify(text: str, limit: int = 60) -> str:
     return slug[:limit].rstrip("-") or "memory"
 
 
-def atomic_write(path: Path, text: str | bytes, *, fsync: bool = True) -> os.stat_result:
+def atomic_write(path: Path, text: str | bytes, *, fsync: bool = True,
+                 exclusive: bool = False) -> os.stat_result:
     """Write ``text`` (UTF-8) or bytes to ``path`` so that readers see the old file or the
-    new one, never half.
+    new one, never half. ``exclusive``: a new file only; FileExistsError (and nothing
+    written) if anything exists at ``path``, even if it appeared a moment ago.
 
     Returns the new file's stat (taken before the rename, which keeps size and mtime)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
@@ -84,12 +86,30 @@ def atomic_write(path: Path, text: str | bytes, *, fsync: bool = True) -> os.sta
             if fsync:
                 os.fsync(fh.fileno())
             st = os.fstat(fh.fileno())
-        os.replace(tmp, path)
+        if exclusive:
+            _place_new(tmp, path)
+        else:
+            os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
     return st
+
+
+def _place_new(tmp: Path, path: Path) -> None:
+    """Move ``tmp`` to ``path`` unless something is there: a hard link fails atomically on
+    an existing name (``os.replace`` would overwrite another program's new file)."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise
+    except OSError:  # no hard links here (some FUSE and network filesystems): check, then move
+        if os.path.lexists(path):
+            raise FileExistsError(17, "File exists", str(path)) from None
+        os.replace(tmp, path)
+        return
+    tmp.unlink()
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,10 @@ Invariants:
   never pick the same file name.
 - A memory's file is complete on disk before its row is upserted. If anything fails, the
   transaction rolls back and every file this call created is removed: files and index agree.
+- A new file never replaces anything: it is placed with a hard link, which fails if another
+  program (or another home sharing a team directory) created the name after the listing;
+  the call then stores nothing and says so (DuplicateNameError), and rollback removes only
+  the files this call itself created.
 - Duplicates (same body after normalising case and whitespace) within the batch or already
   in the directory reinforce one memory, whose file is written once with the final count.
 - A batch of ``BULK`` memories or more looks its names, ids and duplicates up with one query
@@ -26,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memdir import fingerprint as fp
-from memdir.errors import MemdirError
+from memdir.errors import DuplicateNameError, MemdirError
 from memdir.files import atomic_write, new_id
 from memdir.index import Index, memory_to_row
 from memdir.markdown import render
@@ -185,13 +189,33 @@ def _upsert(index: Index, conn: sqlite3.Connection, mdir: MemoryDir, placed: _Pl
     return st.st_mtime_ns, st.st_size
 
 
+def _write(placed: _Placed, new: set[str], written: list[Path], *,
+           fsync: bool) -> os.stat_result:
+    """One file of a transaction: a new one only if its name is still free (see
+    :func:`_taken`); ``written`` collects the new files this call really created."""
+    if placed.path.name not in new:
+        return atomic_write(placed.path, render(placed.memory), fsync=fsync)
+    try:
+        st = atomic_write(placed.path, render(placed.memory), fsync=fsync, exclusive=True)
+    except FileExistsError:
+        raise _taken(placed.path) from None
+    written.append(placed.path)  # list.append is atomic: writer threads share the list
+    return st
+
+
+def _taken(path: Path) -> DuplicateNameError:
+    return DuplicateNameError(
+        f"another program created {path.name} while memdir was writing; nothing was stored",
+        "run the command again: memdir then picks another name")
+
+
 def _write_threaded(index: Index, conn: sqlite3.Connection, mdir: MemoryDir,
-                    placed: Sequence[_Placed]) -> list[fp.State]:
+                    placed: Sequence[_Placed], new: set[str],
+                    written: list[Path]) -> list[fp.State]:
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(WRITERS, thread_name_prefix="memdir-write") as pool:
-        futures = [pool.submit(atomic_write, p.path, render(p.memory), fsync=False)
-                   for p in placed]
+        futures = [pool.submit(_write, p, new, written, fsync=False) for p in placed]
         try:
             return [_upsert(index, conn, mdir, p, future.result())
                     for p, future in zip(placed, futures, strict=True)]
@@ -217,6 +241,7 @@ def write_new(index: Index, mdir: MemoryDir, memories: Sequence[Memory]) -> list
     """Store new memories in one transaction; exact duplicates reinforce instead."""
     mdir.path.mkdir(parents=True, exist_ok=True)
     created: list[Path] = []
+    written: list[Path] = []  # the new files this call really created (rollback's list)
     bulk = len(memories) > 1
     try:
         with index.write() as conn:
@@ -225,10 +250,10 @@ def write_new(index: Index, mdir: MemoryDir, memories: Sequence[Memory]) -> list
             rewritten = [p.path.name for p in placed if p.path.name not in new]
             before = _states(conn, mdir, rewritten)
             if len(placed) >= BULK:
-                after = _write_threaded(index, conn, mdir, placed)
+                after = _write_threaded(index, conn, mdir, placed, new, written)
             else:
-                after = [_upsert(index, conn, mdir, p, atomic_write(
-                    p.path, render(p.memory), fsync=not bulk)) for p in placed]
+                after = [_upsert(index, conn, mdir, p, _write(p, new, written, fsync=not bulk))
+                         for p in placed]
             if bulk:
                 os.sync()  # one flush for the whole batch instead of one fsync() per file
             regenerate_index(conn, mdir)
@@ -239,8 +264,9 @@ def write_new(index: Index, mdir: MemoryDir, memories: Sequence[Memory]) -> list
             else:  # a row vanished meanwhile: let reconcile compare
                 fp.forget(conn, mdir.key)
     except BaseException:
-        # The transaction rolled back: take back the files this call created.
-        for path in created:
+        # The transaction rolled back: take back the files this call created (only those: a
+        # file another program put under a planned name stays).
+        for path in written:
             with contextlib.suppress(OSError):
                 path.unlink()
         raise
