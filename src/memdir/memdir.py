@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memdir import store as st
+from memdir.arguments import checked_limit, scrub, scrub_all
 from memdir.capture import Capture
 from memdir.config import load_config, resolve_home
 from memdir.errors import InvalidMemoryError, MemoryNotFoundError, PathTraversalError
@@ -257,8 +258,8 @@ class Memdir(Capture, Upkeep, Vectors, Transfers, Team):
         "hybrid" (BM25 and embeddings fused; FTS alone when the extra is missing) or "auto"
         (hybrid when semantic search is on). With "sessions" in ``sources``, indexed session
         chunks too (``hit.session`` says where from)."""
-        limit = _checked_limit(limit)
-        query, tags = _scrub(query), _scrub_all(tags)
+        limit = checked_limit(limit)
+        query, tags = scrub(query), scrub_all(tags)
         unknown = set(sources) - {"memories", "sessions"}
         if unknown or not sources:
             raise InvalidMemoryError(f"unknown search sources {sorted(unknown)}",
@@ -309,8 +310,8 @@ class Memdir(Capture, Upkeep, Vectors, Transfers, Team):
              order: str = "relevance") -> list[Memory]:
         """Memories matching the filters; ``status`` is active, archived or all."""
         if limit is not None:
-            limit = _checked_limit(limit)
-        tags = _scrub_all(tags)
+            limit = checked_limit(limit)
+        tags = scrub_all(tags)
         self._sync()
         dirs = self._dirs(scopes)
         return list_memories(self.index, dirs, types=self._types(types, dirs), tags=tags,
@@ -334,7 +335,7 @@ class Memdir(Capture, Upkeep, Vectors, Transfers, Team):
         markdown, prompt, json, snippets. Every injected memory counts as an access."""
         from memdir.context import build_context
 
-        query = _scrub(query) if query is not None else None
+        query = scrub(query) if query is not None else None
         self._sync()
         dirs = self._dirs(scopes)
         project = [d for d in dirs if d.scope == "project"]
@@ -359,7 +360,7 @@ class Memdir(Capture, Upkeep, Vectors, Transfers, Team):
         otherwise, or when it fails, ranked search does."""
         from memdir.recall import recall
 
-        prompt, session_id = _scrub(prompt), _scrub(session_id)
+        prompt, session_id = scrub(prompt), scrub(session_id)
         self._sync()
         search = (lambda text, n: self.search(text, limit=n, touch=False)) \
             if self.semantic else None
@@ -403,26 +404,3 @@ class Memdir(Capture, Upkeep, Vectors, Transfers, Team):
             self.embed_memories(progress)
         return count
 
-
-MAX_LIMIT = 1_000_000  # far above any store; keeps LIMIT clauses inside SQLite's integers
-
-
-def _checked_limit(limit: int) -> int:
-    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
-        raise InvalidMemoryError(f"limit must be a whole number from 1 to {MAX_LIMIT:,}, "
-                                 f"not {limit!r}", "pass a smaller --limit")
-    return limit
-
-
-def _scrub(text: str) -> str:
-    """Text with lone surrogates (undecodable bytes in arguments, ``\\ud800`` escapes in hook
-    JSON) replaced by U+FFFD: SQLite and the tokenizer cannot encode them."""
-    if isinstance(text, str) and not text.isascii():
-        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-    return text
-
-
-def _scrub_all(values: Sequence[str] | str | None) -> Sequence[str] | None:
-    if isinstance(values, str):  # tags="ops" means the tag ops, not o, p and s
-        values = [values]
-    return None if values is None else [_scrub(v) for v in values]
