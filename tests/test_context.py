@@ -355,3 +355,14 @@ def test_ranking_a_store_reads_only_the_covering_index(md: Memdir) -> None:
     for sql in ranked:
         plan = " | ".join(str(row[3]) for row in conn.execute("EXPLAIN QUERY PLAN " + sql))
         assert "COVERING INDEX memories_strength" in plan, (sql, plan)
+
+
+@pytest.mark.parametrize("count", ["0", "none", 0, False])
+def test_a_procedure_is_proven_only_by_a_positive_success_count(md: Memdir,
+                                                                count: object) -> None:
+    strong = md.store("Hotfix: branch from the release tag, patch, tag", type="procedure",
+                      relevance=0.9).id
+    weak = md.store("Release: bump version, tag, push, wait for CI", type="procedure",
+                    relevance=0.5, meta={"success_count": count}).id
+    c_items = [i.memory.id for i in md.context(budget_tokens=4000).items if i.layer == "C"]
+    assert c_items == [strong, weak]  # not proven: strength decides

@@ -104,7 +104,9 @@ def _query(expr: str, where: str, procedural: bool, tail: str) -> str:
     inner = f"SELECT m.rowid AS rid, {expr} AS s {JOIN} WHERE {where}{tail}"
     # Whether a procedure is proven lives in its metadata, in the wide row: read it for the
     # best POOL only, so that ranking them stays on the covering index.
-    return (f"SELECT t.rid, t.s, COALESCE(json_extract(p.meta, '$.success_count'), 0) > 0 "
+    # CAST: a count written as text ("0") would otherwise compare greater than any number.
+    return (f"SELECT t.rid, t.s, "
+            f"CAST(COALESCE(json_extract(p.meta, '$.success_count'), 0) AS REAL) > 0 "
             f"FROM ({inner}) t JOIN memories p ON p.rowid = t.rid")
 
 
