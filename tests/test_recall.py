@@ -94,6 +94,7 @@ def test_each_memory_is_cut_at_4kb(md: Memdir) -> None:
     assert item.truncated
     kept = item.content.split("\n\n[... truncated")[0]
     assert len(kept.encode("utf-8")) <= MAX_MEMORY_BYTES
+    assert len(item.content.encode("utf-8")) <= MAX_MEMORY_BYTES  # the note included
     assert item.content.endswith("[... truncated, memory file too large ...]")
 
 

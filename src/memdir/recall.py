@@ -156,11 +156,13 @@ class Recall:
 
 
 def cut_body(body: str) -> tuple[str, bool]:
-    """A memory body as recall injects it: at most 4 KB, and whether it was cut."""
+    """A memory body as recall injects it: at most 4 KB, the truncation note included, and
+    whether it was cut."""
     raw = body.encode("utf-8")
     if len(raw) <= MAX_MEMORY_BYTES:
         return body, False
-    return raw[:MAX_MEMORY_BYTES].decode("utf-8", errors="ignore") + TRUNCATED, True
+    room = MAX_MEMORY_BYTES - len(TRUNCATED.encode("utf-8"))
+    return raw[:room].decode("utf-8", errors="ignore") + TRUNCATED, True
 
 
 def _session(conn: sqlite3.Connection, session_id: str) -> tuple[int, set[tuple[str, str]]]:
