@@ -108,3 +108,12 @@ def test_search_finds_weak_matches_behind_many_better_ones_it_must_filter_out(
                                                         include_archived=True)]
         assert len(with_archived) == 50
         assert set(with_archived) <= set(_plain_join(md, "widget", include_archived=True))
+
+
+def test_a_path_filter_finds_matches_ranked_below_the_first_pool(md: Memdir) -> None:
+    md.store_many([{"content": f"widget widget note {n}", "type": "fact"} for n in range(260)])
+    covered = md.store_many([{"content": f"The {w} page renders one widget among many other "
+                              "components of the dashboard", "type": "fact",
+                              "paths": ["src/**"]} for w in ("billing", "search", "checkout")])
+    found = md.search("widget", paths=["src/app.py"], limit=10, touch=False)
+    assert sorted(h.memory.id for h in found) == sorted(m.id for m in covered)

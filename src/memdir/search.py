@@ -224,22 +224,28 @@ def best_matches(conn: sqlite3.Connection, fts: str, dirs: Sequence[MemoryDir], 
 def run_search(conn: sqlite3.Connection, query: str, dirs: Sequence[MemoryDir], *,
                types: Sequence[str], tags: Sequence[str] | None, include_archived: bool,
                paths: Sequence[str] | None, limit: int, at: datetime) -> list[Hit]:
-    """BM25 candidates from FTS5, re-ranked by match × bounded strength factor."""
+    """BM25 candidates from FTS5, re-ranked by match × bounded strength factor. With
+    ``paths``, the globs filter the candidates in Python, so the pool grows (four times at a
+    go) until ``limit`` pass or every match has been looked at."""
     fts = fts_query(query)
     if fts is None or not dirs:
         return []
     pool = max(limit * 4, 40) if not paths else max(limit * 20, 200)
-    rows = best_matches(conn, fts, dirs, types=types, tags=tags,
-                        include_archived=include_archived, limit=pool)
     taxonomies = {d.key: d.taxonomy for d in dirs}
-    hits = []
-    for row in rows:
-        memory = row_to_memory(row)
-        if paths and not glob_matches(memory.paths, paths):
-            continue
-        match = -float(row["rank"])
-        power = strength(memory, taxonomies.get(row["dir"]), at)
-        hits.append(Hit(memory, match * rank_factor(power), match, power))
+    while True:
+        rows = best_matches(conn, fts, dirs, types=types, tags=tags,
+                            include_archived=include_archived, limit=pool)
+        hits = []
+        for row in rows:
+            memory = row_to_memory(row)
+            if paths and not glob_matches(memory.paths, paths):
+                continue
+            match = -float(row["rank"])
+            power = strength(memory, taxonomies.get(row["dir"]), at)
+            hits.append(Hit(memory, match * rank_factor(power), match, power))
+        if not paths or len(hits) >= limit or len(rows) < pool:
+            break
+        pool *= 4
     hits.sort(key=lambda h: (-h.score, h.memory.file))
     return hits[:limit]
 
