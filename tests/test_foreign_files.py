@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import memdir.placing
+import memdir.store
 from memdir import Memdir
 from memdir.errors import DuplicateNameError, MemoryNotFoundError
 from memdir.files import INDEX_KEEP, atomic_write
@@ -154,3 +155,22 @@ def test_an_exclusive_write_never_replaces_an_existing_file(tmp_path: Path) -> N
     assert target.read_text() == NOTE and sorted(os.listdir(tmp_path)) == ["fact_taken.md"]
     atomic_write(tmp_path / "fact_free.md", "new text", exclusive=True)
     assert (tmp_path / "fact_free.md").read_text() == "new text"
+
+
+def test_a_rename_never_overwrites_a_file_created_under_the_new_name_meanwhile(
+        md: Memdir, monkeypatch: pytest.MonkeyPatch) -> None:
+    memory = md.store("Deploys go out on Tuesdays", type="fact")
+    assert memory.path is not None
+    target = memory.path.with_name("decision_deploys-go-out-on-tuesdays.md")
+    render = memdir.store.render
+
+    def render_and_race(m: Memory) -> str:
+        if m.type == "decision":  # another program takes the new name meanwhile
+            target.write_text(NOTE)
+        return render(m)
+
+    monkeypatch.setattr(memdir.store, "render", render_and_race)
+    with pytest.raises(DuplicateNameError, match=f"another program created {target.name}"):
+        md.reclassify(memory.id, "decision")
+    assert target.read_text() == NOTE
+    assert "Tuesdays" in memory.path.read_text()  # the memory is as it was

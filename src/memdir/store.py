@@ -24,7 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memdir import fingerprint as fp
-from memdir.errors import MemdirError, MemoryFileError, MemoryNotFoundError, PathTraversalError
+from memdir.errors import (
+    DuplicateNameError,
+    MemdirError,
+    MemoryFileError,
+    MemoryNotFoundError,
+    PathTraversalError,
+)
 from memdir.files import (
     INDEX_HEAD,
     INDEX_KEEP,
@@ -94,9 +100,16 @@ def file_name(conn: sqlite3.Connection, mdir: MemoryDir, memory: Memory,
 
 
 def write_file(index: Index, conn: sqlite3.Connection, mdir: MemoryDir, memory: Memory,
-                *, fsync: bool = True) -> Memory:
+                *, fsync: bool = True, exclusive: bool = False) -> Memory:
+    """Write a memory's file and upsert its row. ``exclusive``: a new name, which must still
+    be free (DuplicateNameError, nothing written, if another program took it meanwhile)."""
     assert memory.path is not None
-    st = atomic_write(memory.path, render(memory), fsync=fsync)
+    try:
+        st = atomic_write(memory.path, render(memory), fsync=fsync, exclusive=exclusive)
+    except FileExistsError:
+        raise DuplicateNameError(
+            f"another program created {memory.path.name} while memdir was writing; nothing "
+            "was changed", "run the command again: memdir then picks another name") from None
     index.upsert(conn, memory_to_row(memory, mdir.key, norm_hash(memory.body),
                                      st.st_mtime_ns, st.st_size))
     return memory
@@ -119,7 +132,7 @@ def modify(index: Index, mdir: MemoryDir, path: Path, change: Callable[[Memory],
         if rename:
             name = file_name(conn, mdir, updated, {path.name})
             updated = updated.replace(path=safe_join(mdir.path, name))
-        write_file(index, conn, mdir, updated)
+        write_file(index, conn, mdir, updated, exclusive=updated.path != path)
         if updated.path != path:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
