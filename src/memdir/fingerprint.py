@@ -42,7 +42,7 @@ from pathlib import Path
 
 from memdir.files import is_memory_file, scan_dir
 
-__all__ = ["RACY_NS", "SAVE", "Change", "Saved", "State", "carry", "forget", "load",
+__all__ = ["RACY_NS", "Change", "Saved", "State", "carry", "forget", "load",
            "names_sum", "save", "save_unless_changed", "scan", "settled", "trusted"]
 
 State = tuple[int, int]  # a file's (mtime_ns, size)
@@ -51,7 +51,7 @@ Change = tuple[State | None, State]  # a written file's state before (None: crea
 # Two seconds: FAT's mtime resolution, the coarsest a memory directory is likely to live on.
 RACY_NS = 2_000_000_000
 
-SAVE = ("INSERT INTO dir_state (dir, fingerprint, names, gen, saved_ns) VALUES (?, ?, ?, 1, ?) "
+_SAVE = ("INSERT INTO dir_state (dir, fingerprint, names, gen, saved_ns) VALUES (?, ?, ?, 1, ?) "
         "ON CONFLICT (dir) DO UPDATE SET fingerprint = excluded.fingerprint, "
         "names = excluded.names, gen = dir_state.gen + 1, saved_ns = excluded.saved_ns")
 _FORGET = ("INSERT INTO dir_state (dir, fingerprint, names, gen, saved_ns) "
@@ -84,7 +84,7 @@ def load(conn: sqlite3.Connection, key: str) -> Saved | None:
 
 def save(conn: sqlite3.Connection, key: str, fingerprint: str, names: int) -> None:
     """Save a fingerprint, in a transaction that holds the write lock."""
-    conn.execute(SAVE, (key, fingerprint, names, time.time_ns()))
+    conn.execute(_SAVE, (key, fingerprint, names, time.time_ns()))
 
 
 def save_unless_changed(key: str, fingerprint: str, names: int,

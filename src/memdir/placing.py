@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memdir import fingerprint as fp
-from memdir.errors import DuplicateNameError, MemdirError
+from memdir.errors import MemdirError
 from memdir.files import atomic_write, new_id
 from memdir.index import Index, memory_to_row
 from memdir.markdown import render
@@ -42,6 +42,7 @@ from memdir.store import (
     first_free,
     load_file,
     name_base,
+    name_taken,
     norm_hash,
     regenerate_index,
 )
@@ -191,22 +192,17 @@ def _upsert(index: Index, conn: sqlite3.Connection, mdir: MemoryDir, placed: _Pl
 
 def _write(placed: _Placed, new: set[str], written: list[Path], *,
            fsync: bool) -> os.stat_result:
-    """One file of a transaction: a new one only if its name is still free (see
-    :func:`_taken`); ``written`` collects the new files this call really created."""
+    """One file of a transaction: a new one only if its name is still free (else
+    :func:`memdir.store.name_taken`); ``written`` collects the new files this call really
+    created."""
     if placed.path.name not in new:
         return atomic_write(placed.path, render(placed.memory), fsync=fsync)
     try:
         st = atomic_write(placed.path, render(placed.memory), fsync=fsync, exclusive=True)
     except FileExistsError:
-        raise _taken(placed.path) from None
+        raise name_taken(placed.path) from None
     written.append(placed.path)  # list.append is atomic: writer threads share the list
     return st
-
-
-def _taken(path: Path) -> DuplicateNameError:
-    return DuplicateNameError(
-        f"another program created {path.name} while memdir was writing; nothing was stored",
-        "run the command again: memdir then picks another name")
 
 
 def _write_threaded(index: Index, conn: sqlite3.Connection, mdir: MemoryDir,

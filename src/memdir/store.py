@@ -50,8 +50,8 @@ from memdir.paths import safe_join
 from memdir.taxonomy import Taxonomy
 
 __all__ = ["MemoryDir", "file_name", "first_free", "index_deferred", "load_file", "modify",
-           "name_base", "norm_hash", "reconcile", "regenerate_index", "reindex", "remove",
-           "write_file"]
+           "name_base", "name_taken", "norm_hash", "reconcile", "regenerate_index", "reindex",
+           "remove", "write_file"]
 
 Progress = Callable[[int, int], None]
 
@@ -107,12 +107,17 @@ def write_file(index: Index, conn: sqlite3.Connection, mdir: MemoryDir, memory: 
     try:
         st = atomic_write(memory.path, render(memory), fsync=fsync, exclusive=exclusive)
     except FileExistsError:
-        raise DuplicateNameError(
-            f"another program created {memory.path.name} while memdir was writing; nothing "
-            "was changed", "run the command again: memdir then picks another name") from None
+        raise name_taken(memory.path) from None
     index.upsert(conn, memory_to_row(memory, mdir.key, norm_hash(memory.body),
                                      st.st_mtime_ns, st.st_size))
     return memory
+
+
+def name_taken(path: Path) -> DuplicateNameError:
+    """The error of an exclusive write whose new name another program took meanwhile."""
+    return DuplicateNameError(
+        f"another program created {path.name} while memdir was writing; nothing was written",
+        "run the command again: memdir then picks another name")
 
 
 def modify(index: Index, mdir: MemoryDir, path: Path, change: Callable[[Memory], Memory],
@@ -323,14 +328,16 @@ def reconcile(index: Index, dirs: Sequence[MemoryDir]) -> bool:
         saved = fp.load(index.conn, mdir.key)
         fingerprint, disk = fp.scan(mdir.path)
         if fp.trusted(saved, fingerprint, disk):
-            if saved is not None and saved.racy and fp.settled(fingerprint):
-                # Checked by names while racy, and the directory is old enough now: save it
-                # again so that the next command trusts its mtime alone.
-                _save_unlocked(index, mdir, fingerprint, disk, saved)
+            if (saved is not None and saved.racy and saved.names is not None
+                    and fp.settled(fingerprint)):
+                # Checked by names while racy (so saved.names is the listing's), and the
+                # directory is old enough now: save it again so that the next command trusts
+                # its mtime alone.
+                _save_unlocked(index, mdir, fingerprint, saved.names, saved)
             continue
         changed, gone = _diff(index.conn, mdir, disk)
         if not changed and not gone:
-            _save_unlocked(index, mdir, fingerprint, disk, saved)
+            _save_unlocked(index, mdir, fingerprint, fp.names_sum(disk), saved)
             continue
         with index.write() as conn:
             # Again, under the lock: another process may have reconciled in the meantime.
@@ -350,11 +357,11 @@ def reconcile(index: Index, dirs: Sequence[MemoryDir]) -> bool:
     return any_change
 
 
-def _save_unlocked(index: Index, mdir: MemoryDir, fingerprint: str,
-                   disk: dict[str, tuple[int, int]], saved: fp.Saved | None) -> None:
-    """The index matched this listing: remember it (best effort, on a read path), unless a
-    write changed the directory's row since ``saved`` was read."""
-    sql, params = fp.save_unless_changed(mdir.key, fingerprint, fp.names_sum(disk), saved)
+def _save_unlocked(index: Index, mdir: MemoryDir, fingerprint: str, names: int,
+                   saved: fp.Saved | None) -> None:
+    """The index matched this listing (its names checksum ``names``): remember it (best
+    effort, on a read path), unless a write changed the directory's row since ``saved``."""
+    sql, params = fp.save_unless_changed(mdir.key, fingerprint, names, saved)
     index.try_write(sql, [params], "directory fingerprint not saved")
 
 
