@@ -13,7 +13,6 @@ import builtins
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,8 +22,8 @@ from memdir.arguments import checked_limit, scrub, scrub_all
 from memdir.capture import Capture
 from memdir.config import load_config, resolve_home
 from memdir.errors import InvalidMemoryError, MemoryNotFoundError, PathTraversalError
-from memdir.files import read_index
 from memdir.index import Index
+from memdir.injection import Injection
 from memdir.model import SCOPES, Hit, Memory, Problem, Scope, Stats, now, parse_time
 from memdir.paths import find_git_roots, project_key, safe_join
 from memdir.search import list_memories, run_search
@@ -35,16 +34,14 @@ from memdir.upkeep import Upkeep
 from memdir.vectors import Vectors
 
 if TYPE_CHECKING:
-    from memdir.context_format import Context
     from memdir.llm import LLM
-    from memdir.recall import Recall
 
 __all__ = ["Memdir"]
 
 Progress = Callable[[int, int], None]
 
 
-class Memdir(Capture, Upkeep, Vectors, Transfers, Team):
+class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
     """Memory for one project, as seen from ``project`` (default: the working directory)."""
 
     kind = "sqlite"  # which store this is (HTTP /healthz; PostgresStore says "postgresql")
@@ -319,54 +316,6 @@ class Memdir(Capture, Upkeep, Vectors, Transfers, Team):
 
     def recent(self, n: int = 10, **filters: Any) -> builtins.list[Memory]:
         return self.list(limit=n, order="recent", **filters)
-
-    def memory_index(self, scope: Scope = "project") -> str:
-        """MEMORY.md of a scope as it is injected: capped at 200 lines / 25,000 bytes."""
-        self._sync()
-        return read_index(self.directory(scope).path)
-
-    def context(self, query: str | None = None, *, budget_tokens: int = 800,
-                format: str = "markdown", limit: int | None = None,
-                paths: Sequence[str] | None = None,
-                scopes: Sequence[Scope] | None = None) -> Context:
-        """Session-start context across scopes, within ``budget_tokens`` (a hard cap).
-
-        Layers A (baseline), B (contextual), C (procedures), then MEMORY.md; formats
-        markdown, prompt, json, snippets. Every injected memory counts as an access."""
-        from memdir.context import build_context
-
-        query = scrub(query) if query is not None else None
-        self._sync()
-        dirs = self._dirs(scopes)
-        project = [d for d in dirs if d.scope == "project"]
-        result = build_context(
-            self.index.conn, dirs, index=read_index(project[0].path) if project else "",
-            query=query, budget_tokens=budget_tokens, fmt=format, limit=limit, paths=paths,
-            at=self._clock())
-        self.index.touch(result.memories)
-        welcome = self.onboarding() if format in ("markdown", "prompt") else None
-        if welcome:  # memdir's own instruction: outside the fenced reference data
-            from memdir.context_format import count_tokens
-
-            joined = f"{result.text}\n\n{welcome}" if result.text else welcome
-            if count_tokens(joined) <= budget_tokens:
-                result = replace(result, text=joined, tokens=count_tokens(joined))
-        return result
-
-    def recall(self, prompt: str, session_id: str, *, limit: int = 5,
-               use_llm: bool = True, paths: Sequence[str] | None = None) -> Recall:
-        """Up to ``limit`` (max 5) memories for one user prompt, none already surfaced in this
-        session. With an LLM configured, it picks from a manifest (seed 001's side query);
-        otherwise, or when it fails, ranked search does."""
-        from memdir.recall import recall
-
-        prompt, session_id = scrub(prompt), scrub(session_id)
-        self._sync()
-        search = (lambda text, n: self.search(text, limit=n, touch=False)) \
-            if self.semantic else None
-        return recall(self.index, self._dirs(), prompt, session_id, at=self._clock(),
-                      limit=limit, llm=self.llm if use_llm else None, paths=paths,
-                      search=search)
 
     @property
     def llm(self) -> LLM:

@@ -1,0 +1,80 @@
+"""What memdir injects into an agent's prompt, as part of the :class:`~memdir.memdir.Memdir`
+facade (seeds 000-004): the session-start context, per-prompt recall and ``MEMORY.md`` as it
+is injected. A mixin, like :mod:`memdir.capture`, so the facade stays one object while its
+code is split by concept. Every injected or recalled memory counts as an access.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, cast
+
+from memdir.arguments import scrub
+from memdir.files import read_index
+from memdir.model import Scope
+
+if TYPE_CHECKING:
+    from memdir.context_format import Context
+    from memdir.memdir import Memdir
+    from memdir.recall import Recall
+
+__all__ = ["Injection"]
+
+
+class Injection:
+    """Methods of :class:`Memdir`."""
+
+    def _injection_md(self) -> Memdir:
+        return cast("Memdir", self)
+
+    def memory_index(self, scope: Scope = "project") -> str:
+        """MEMORY.md of a scope as it is injected: capped at 200 lines / 25,000 bytes."""
+        md = self._injection_md()
+        md._sync()
+        return read_index(md.directory(scope).path)
+
+    def context(self, query: str | None = None, *, budget_tokens: int = 800,
+                format: str = "markdown", limit: int | None = None,
+                paths: Sequence[str] | None = None,
+                scopes: Sequence[Scope] | None = None) -> Context:
+        """Session-start context across scopes, within ``budget_tokens`` (a hard cap).
+
+        Layers A (baseline), B (contextual), C (procedures), then MEMORY.md; formats
+        markdown, prompt, json, snippets. Every injected memory counts as an access."""
+        from memdir.context import build_context
+
+        md = self._injection_md()
+        query = scrub(query) if query is not None else None
+        md._sync()
+        dirs = md._dirs(scopes)
+        project = [d for d in dirs if d.scope == "project"]
+        result = build_context(
+            md.index.conn, dirs, index=read_index(project[0].path) if project else "",
+            query=query, budget_tokens=budget_tokens, fmt=format, limit=limit, paths=paths,
+            at=md._clock())
+        md.index.touch(result.memories)
+        welcome = md.onboarding() if format in ("markdown", "prompt") else None
+        if welcome:  # memdir's own instruction: outside the fenced reference data
+            from memdir.context_format import count_tokens
+
+            joined = f"{result.text}\n\n{welcome}" if result.text else welcome
+            if count_tokens(joined) <= budget_tokens:
+                result = replace(result, text=joined, tokens=count_tokens(joined))
+        return result
+
+    def recall(self, prompt: str, session_id: str, *, limit: int = 5,
+               use_llm: bool = True, paths: Sequence[str] | None = None) -> Recall:
+        """Up to ``limit`` (max 5) memories for one user prompt, none already surfaced in this
+        session. With an LLM configured, it picks from a manifest (seed 001's side query);
+        otherwise, or when it fails, ranked search does."""
+        from memdir.recall import recall
+
+        md = self._injection_md()
+        prompt, session_id = scrub(prompt), scrub(session_id)
+        md._sync()
+        search = (lambda text, n: md.search(text, limit=n, touch=False)) \
+            if md.semantic else None
+        return recall(md.index, md._dirs(), prompt, session_id, at=md._clock(),
+                      limit=limit, llm=md.llm if use_llm else None, paths=paths,
+                      search=search)
