@@ -5,8 +5,10 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from memdir import Memdir
-from memdir.index import BM25_WEIGHTS, Index
+from memdir.index import BM25_WEIGHTS, DEFER_FTS_ROWS, Index, memory_to_row
 from memdir.index_schema import MIGRATIONS, statements
 from memdir.search import OVERFETCH, fts_query
 
@@ -117,3 +119,93 @@ def test_a_path_filter_finds_matches_ranked_below_the_first_pool(md: Memdir) -> 
                               "paths": ["src/**"]} for w in ("billing", "search", "checkout")])
     found = md.search("widget", paths=["src/app.py"], limit=10, touch=False)
     assert sorted(h.memory.id for h in found) == sorted(m.id for m in covered)
+
+
+# -- bulk writes add their FTS5 rows in one statement (Index.deferred_fts) --------------------
+
+def _fts_consistent(conn: sqlite3.Connection) -> None:
+    """FTS5's own check of the index against the memories table: raises if a row is missing,
+    doubled or stale."""
+    conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('integrity-check')")
+
+
+def _matching(conn: sqlite3.Connection, word: str) -> set[str]:
+    return {r[0] for r in conn.execute(
+        "SELECT m.file FROM memories_fts f JOIN memories m ON m.rowid = f.rowid "
+        "WHERE memories_fts MATCH ?", (word,))}
+
+
+def test_a_bulk_store_adds_its_words_to_the_fts_index(md: Memdir) -> None:
+    before = md.store("The queue runs on RabbitMQ", type="fact")
+    stored = md.store_many([{"content": f"Bulk note {n} about zanzibar{n}", "type": "fact"}
+                            for n in range(DEFER_FTS_ROWS + 8)])
+    conn = md.index.conn
+    _fts_consistent(conn)
+    assert conn.execute("SELECT COUNT(*) FROM fts_deferred").fetchone()[0] == 0
+    assert [h.memory.id for h in md.search("zanzibar7", touch=False)] == [stored[7].id]
+    assert [h.memory.id for h in md.search("rabbitmq", touch=False)] == [before.id]
+    after = md.store("Single note about okapi", type="fact")  # row by row again
+    assert [h.memory.id for h in md.search("okapi", touch=False)] == [after.id]
+    _fts_consistent(conn)
+
+
+def test_rows_changed_inside_a_deferred_block_reach_fts_as_the_block_left_them(
+        md: Memdir) -> None:
+    old = md.store("The cache is Redis", type="fact")
+    mdir = md.directory("project")
+
+    def row(n: int, body: str) -> tuple[object, ...]:
+        memory = old.replace(path=mdir.path / f"fact_n{n}.md", body=body, id=f"id{n}",
+                             name=f"note {n}", description=f"note {n}")
+        return memory_to_row(memory, mdir.key, f"h{n}", 1, 1)
+
+    with md.index.write() as conn, md.index.deferred_fts(conn, DEFER_FTS_ROWS):
+        for n in range(DEFER_FTS_ROWS):
+            md.index.upsert(conn, row(n, f"Note {n} about walrus{n}"))
+        md.index.upsert(conn, row(1, "Note one rewritten about narwhal"))  # the block's own
+        conn.execute("DELETE FROM memories WHERE file = 'fact_n2.md'")  # the block's own
+        # A row from before the block: kept in FTS5 row by row as it changes.
+        conn.execute("UPDATE memories SET body = 'The cache is Memcached', name = 'cache', "
+                     "description = 'cache' WHERE id = ?", (old.id,))
+    conn = md.index.conn
+    _fts_consistent(conn)
+    assert _matching(conn, "walrus0") == {"fact_n0.md"}
+    assert _matching(conn, "walrus1") == set() and _matching(conn, "narwhal") == {"fact_n1.md"}
+    assert _matching(conn, "walrus2") == set()
+    assert _matching(conn, "redis") == set() and _matching(conn, "memcached") == {old.file}
+
+
+def test_a_failed_deferred_block_leaves_the_index_as_it_was(md: Memdir) -> None:
+    old = md.store("The cache is Redis", type="fact")
+    mdir = md.directory("project")
+    rows = [memory_to_row(old.replace(path=mdir.path / f"fact_f{n}.md", id=f"f{n}"),
+                          mdir.key, f"f{n}", 1, 1) for n in range(DEFER_FTS_ROWS)]
+    with (pytest.raises(sqlite3.IntegrityError), md.index.write() as conn,
+          md.index.deferred_fts(conn, DEFER_FTS_ROWS)):
+        for r in rows:
+            md.index.upsert(conn, r)
+        conn.execute("INSERT INTO fts_deferred (one, top) VALUES (1, 0)")  # fails
+    conn = md.index.conn
+    assert conn.execute("SELECT COUNT(*) FROM fts_deferred").fetchone()[0] == 0
+    assert conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0] == 1
+    _fts_consistent(conn)
+    later = md.store("Later note about quokka", type="fact")
+    assert [h.memory.id for h in md.search("quokka", touch=False)] == [later.id]
+
+
+def test_reindex_and_reconcile_of_many_files_fill_the_fts_index(md: Memdir) -> None:
+    stored = md.store_many([{"content": f"Reindexed note about tapir{n}", "type": "fact"}
+                            for n in range(DEFER_FTS_ROWS + 5)])
+    md.reindex()
+    conn = md.index.conn
+    _fts_consistent(conn)
+    assert [h.memory.id for h in md.search("tapir3", touch=False)] == [stored[3].id]
+    # Files written by another program, many at once: the next reconcile indexes them.
+    folder = md.directory("project").path
+    for n in range(DEFER_FTS_ROWS + 5):
+        (folder / f"fact_hand-{n}.md").write_text(
+            f"---\nname: hand {n}\ntype: fact\n---\nHand written note about ibex{n}\n",
+            encoding="utf-8")
+    assert md.reconcile()
+    _fts_consistent(conn)
+    assert [h.memory.file for h in md.search("ibex4", touch=False)] == ["fact_hand-4.md"]

@@ -82,6 +82,23 @@ def test_a_batch_gives_ids_already_in_the_directory_fresh_ones(md: Memdir) -> No
     assert md.get(kept[3].id).body == "Existing note 3"
 
 
+@pytest.mark.parametrize("count", [1, placing.BULK])
+def test_a_drawn_id_the_directory_holds_is_drawn_again(md: Memdir, count: int,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Ids are 40 random bits: in a large store a draw can hit an existing id. Both the single
+    # path (one query per id) and a batch (ids drawn up front, one query) must draw again.
+    taken = md.store("Existing note", type="fact")
+    real = placing.new_id
+    draws = iter([taken.id, taken.id])
+    monkeypatch.setattr(placing, "new_id", lambda: next(draws, None) or real())
+    placed = md.store_many([{"content": f"New note {n}", "type": "fact"} for n in range(count)])
+    ids = [m.id for m in placed]
+    assert taken.id not in ids
+    assert len(set(ids)) == count
+    assert md.get(taken.id).body == "Existing note"
+    assert md.stats().total == count + 1
+
+
 def test_a_failed_write_takes_back_the_whole_batch(md: Memdir,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     first = md.store("Written before the batch", type="fact")

@@ -33,6 +33,13 @@ __all__ = ["BM25_WEIGHTS", "MEMORY_COLUMNS", "Index", "connect", "decode_meta", 
 
 BUSY_TIMEOUT_MS = 30_000
 USAGE_TIMEOUT_MS = 100
+# Pages SQLite may keep in memory per connection (KiB; allocated only as pages are read). The
+# default 2 MiB is smaller than the pages one bulk write dirties at 10k+ memories (six indexes
+# and FTS5): SQLite then spills dirty pages to the WAL mid-transaction and writes them again
+# later. 32 MiB: inserting 20,000 rows in one transaction, 1.8 -> 0.6 s of kernel time.
+CACHE_KIB = 32 * 1024
+DEFER_FTS_ROWS = 32  # from this many inserts on, a write adds its FTS5 rows in one statement
+_FTS_COLUMNS = "name, description, body, tags, paths"
 # name, description, body, tags, paths: description and name weigh most (DESIGN §4).
 BM25_WEIGHTS = (6.0, 8.0, 1.0, 4.0, 2.0)
 
@@ -54,6 +61,7 @@ def connect(path: Path) -> sqlite3.Connection:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
             conn.execute("PRAGMA foreign_keys = ON")
             return conn
         except sqlite3.OperationalError as exc:
@@ -180,6 +188,28 @@ class Index:
             if conn.in_transaction:  # a failed COMMIT leaves the transaction open, too
                 conn.execute("ROLLBACK")
             raise
+
+    @contextlib.contextmanager
+    def deferred_fts(self, conn: sqlite3.Connection, rows: int) -> Iterator[None]:
+        """Inside a write transaction, for a block about to insert ``rows`` memories: from
+        ``DEFER_FTS_ROWS`` on, the rows it inserts reach FTS5 in one statement at its end
+        (half the cost of one FTS5 insert per row). Rows it updates or deletes that were
+        there before are kept in FTS5 row by row, as always.
+
+        If the block raises, nothing is undone here: the transaction is rolling back, and
+        the flag row goes with it (it is never committed)."""
+        if rows < DEFER_FTS_ROWS:
+            yield
+            return
+        assert conn.in_transaction, "deferred_fts runs inside Index.write()"
+        top = conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0]
+        conn.execute("INSERT INTO fts_deferred (one, top) VALUES (1, ?)", (top,))
+        yield
+        conn.execute("DELETE FROM fts_deferred")
+        # New rows get rowids above the largest (memdir never sets one), so these are exactly
+        # the block's inserts still present, with their final values.
+        conn.execute(f"INSERT INTO memories_fts (rowid, {_FTS_COLUMNS}) "
+                     f"SELECT rowid, {_FTS_COLUMNS} FROM memories WHERE rowid > ?", (top,))
 
     def upsert(self, conn: sqlite3.Connection, row: Sequence[Any]) -> None:
         conn.execute(

@@ -202,6 +202,40 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         ALTER TABLE dir_state ADD COLUMN saved_ns INTEGER NOT NULL DEFAULT 0;
         """,
     ),
+    (
+        "FTS5 rows of a bulk write added in one statement at its end (Index.deferred_fts)",
+        # One FTS5 insert per row costs twice what one INSERT ... SELECT over the same rows
+        # does (20,000 memories in one transaction: 2.5 -> 1.2 s). While fts_deferred holds
+        # its row (only ever inside one write transaction), rows above ``top`` are the
+        # transaction's own and not in FTS5 yet: the triggers leave them alone.
+        """
+        CREATE TABLE fts_deferred (
+            one INTEGER PRIMARY KEY CHECK (one = 1), top INTEGER NOT NULL
+        );
+        DROP TRIGGER memories_ai;
+        DROP TRIGGER memories_ad;
+        DROP TRIGGER memories_au;
+        CREATE TRIGGER memories_ai AFTER INSERT ON memories
+        WHEN NOT EXISTS (SELECT 1 FROM fts_deferred) BEGIN
+            INSERT INTO memories_fts (rowid, name, description, body, tags, paths)
+            VALUES (new.rowid, new.name, new.description, new.body, new.tags, new.paths);
+        END;
+        CREATE TRIGGER memories_ad AFTER DELETE ON memories
+        WHEN NOT EXISTS (SELECT 1 FROM fts_deferred WHERE old.rowid > top) BEGIN
+            INSERT INTO memories_fts (memories_fts, rowid, name, description, body, tags, paths)
+            VALUES ('delete', old.rowid, old.name, old.description, old.body, old.tags,
+                    old.paths);
+        END;
+        CREATE TRIGGER memories_au AFTER UPDATE OF name, description, body, tags, paths
+        ON memories WHEN NOT EXISTS (SELECT 1 FROM fts_deferred WHERE old.rowid > top) BEGIN
+            INSERT INTO memories_fts (memories_fts, rowid, name, description, body, tags, paths)
+            VALUES ('delete', old.rowid, old.name, old.description, old.body, old.tags,
+                    old.paths);
+            INSERT INTO memories_fts (rowid, name, description, body, tags, paths)
+            VALUES (new.rowid, new.name, new.description, new.body, new.tags, new.paths);
+        END;
+        """,
+    ),
 )
 
 

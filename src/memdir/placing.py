@@ -80,6 +80,7 @@ class _Directory:
         self.names: set[str] = set()  # taken by this call (and, for a batch, by anything)
         self.ids: set[str] = set()  # taken by this call, or found in the index
         self.asked: set[str] | None = None  # ids already looked up (a batch)
+        self.fresh: list[str] = []  # drawn ids among them, not yet handed out
         self.files: dict[str, str] | None = None  # body hash -> file (a batch)
         if len(memories) < BULK:
             return
@@ -88,7 +89,11 @@ class _Directory:
         # is free (its row is stale, and the upsert of the new file replaces it), and reading
         # every row's name would cost more than the listing (100k memories: 300 ms).
         self.names.update(os.listdir(mdir.path))
-        self.asked = {m.id for m in memories if m.id}
+        # Ids for the memories that have none are drawn now and looked up with the batch's
+        # own: 40 random bits can collide in a large store (birthday bound: about once in 200
+        # loads of 100k), so each is checked, but not with one query per memory.
+        self.fresh = [new_id() for m in memories if not m.id]
+        self.asked = {m.id for m in memories if m.id}.union(self.fresh)
         for chunk in _chunks(sorted(self.asked)):
             self.ids.update(r[0] for r in conn.execute(
                 f"SELECT id FROM memories WHERE dir = ? AND id IN ({_marks(chunk)})",
@@ -120,7 +125,7 @@ class _Directory:
 
     def free_id(self, wanted: str) -> str:
         """``wanted`` if no other memory of the directory has it, else a fresh random id."""
-        mid = wanted
+        mid = wanted or (self.fresh.pop() if self.fresh else "")
         while not mid or mid in self.ids or (
                 (self.asked is None or mid not in self.asked) and self.conn.execute(
                     "SELECT 1 FROM memories WHERE dir = ? AND id = ?",
@@ -246,7 +251,8 @@ def write_new(index: Index, mdir: MemoryDir, memories: Sequence[Memory]) -> list
             rewritten = [p.path.name for p in placed if p.path.name not in new]
             before = _states(conn, mdir, rewritten)
             if len(placed) >= BULK:
-                after = _write_threaded(index, conn, mdir, placed, new, written)
+                with index.deferred_fts(conn, len(new)):
+                    after = _write_threaded(index, conn, mdir, placed, new, written)
             else:
                 after = [_upsert(index, conn, mdir, p, _write(p, new, written, fsync=not bulk))
                          for p in placed]

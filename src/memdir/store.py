@@ -275,6 +275,12 @@ def load_file(mdir: MemoryDir, name: str) -> Memory:
 def _apply(index: Index, conn: sqlite3.Connection, mdir: MemoryDir,
            changed: Sequence[FileState], progress: Progress | None = None) -> None:
     real_base = os.path.realpath(mdir.path)
+    with index.deferred_fts(conn, len(changed)):
+        _load_all(index, conn, mdir, changed, real_base, progress)
+
+
+def _load_all(index: Index, conn: sqlite3.Connection, mdir: MemoryDir,
+              changed: Sequence[FileState], real_base: str, progress: Progress | None) -> None:
     for n, state in enumerate(changed, start=1):
         try:
             memory = _load(mdir, state, real_base)
