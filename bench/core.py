@@ -368,6 +368,31 @@ def speed_line(before: float, after: float) -> str:
             f"{after:.2f} s after it (0.21-0.29 s on the development VM at full speed)")
 
 
+def disk_speed(root: Path, label: str) -> float:
+    """Microseconds to create one small file (the mean over 1,000 in a new folder under
+    ``root``). Every memory is a file, so writes go as fast as the file system creates them,
+    and that varies more than the CPU: on the development VM's ext4 it took 20-70 us, and
+    5-20 times longer for minutes after many files were deleted (the kernel steps over
+    recently freed inodes one by one). The files stay until ``root`` is removed: deleting
+    them here would slow what is measured next."""
+    folder = root / f"disk-probe-{label}"
+    folder.mkdir()
+    payload = b"x" * 500
+    started = time.perf_counter()
+    for n in range(1000):
+        fd = os.open(folder / f"probe-{n}.md", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            os.write(fd, payload)
+        finally:
+            os.close(fd)
+    return (time.perf_counter() - started) * 1000  # seconds per 1,000 -> us per file
+
+
+def disk_line(before: float, after: float) -> str:
+    return (f"disk: creating a small file took {before:.0f} us before the run and {after:.0f} us "
+            "after it (20-70 us on the development VM; far more soon after mass deletions)")
+
+
 def _say(message: str) -> None:
     print(f"[bench] {message}", file=sys.stderr, flush=True)
 
@@ -529,11 +554,12 @@ def targets_table(results: Sequence[Result]) -> str:
 
 
 def write_json(path: Path, results: Sequence[Result], opts: Options,
-               speed: tuple[float, float]) -> None:
+               speed: tuple[float, float], disk: tuple[float, float]) -> None:
     checks = [{"target": t.label(), "size": size, "value": value, "pass": ok}
               for t, size, value, ok in target_checks(results)]
     data = {"python": sys.version.split()[0], "cpus": os.cpu_count(), "seed": opts.seed,
             "loop_10m_s": {"before": speed[0], "after": speed[1]},
+            "file_create_us": {"before": disk[0], "after": disk[1]},
             "batch": opts.batch, "queries": opts.queries, "store_sample": opts.store_sample,
             "cli_runs": opts.cli_runs, "results": [asdict(r) for r in results],
             "targets": checks}
@@ -566,19 +592,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = []
     before = machine_speed()
     with tempfile.TemporaryDirectory(prefix="memdir-bench-") as tmp:
+        disk_before = disk_speed(Path(tmp), "before")
         for size in opts.sizes:
             result = bench_size(size, opts, Path(tmp))
             results.append(result)
             _say(f"{size:,}: done: {json.dumps(asdict(result))}")
         after = machine_speed()  # before the temporary directory's removal stalls the disk
+        disk_after = disk_speed(Path(tmp), "after")
     print(f"memdir core benchmarks (Python {sys.version.split()[0]}, {os.cpu_count()} CPUs)\n")
     print(results_table(results))
     print()
     print(targets_table(results))
     print()
     print(speed_line(before, after))
+    print(disk_line(disk_before, disk_after))
     if opts.json_path:
-        write_json(opts.json_path, results, opts, (before, after))
+        write_json(opts.json_path, results, opts, (before, after), (disk_before, disk_after))
     return 0
 
 
