@@ -193,23 +193,22 @@ class Index:
     def deferred_fts(self, conn: sqlite3.Connection, rows: int) -> Iterator[None]:
         """Inside a write transaction, for a block about to insert ``rows`` memories: from
         ``DEFER_FTS_ROWS`` on, the rows it inserts reach FTS5 in one statement at its end
-        (half the cost of one FTS5 insert per row). Rows it updates or deletes that were
+        (half the cost of one FTS5 insert per row), as the block left them. Rows that were
         there before are kept in FTS5 row by row, as always.
 
         If the block raises, nothing is undone here: the transaction is rolling back, and
-        the flag row goes with it (it is never committed)."""
+        the flag and the pending list go with it (they are never committed)."""
         if rows < DEFER_FTS_ROWS:
             yield
             return
         assert conn.in_transaction, "deferred_fts runs inside Index.write()"
-        top = conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0]
-        conn.execute("INSERT INTO fts_deferred (one, top) VALUES (1, ?)", (top,))
+        conn.execute("INSERT INTO fts_deferred (one) VALUES (1)")
         yield
         conn.execute("DELETE FROM fts_deferred")
-        # New rows get rowids above the largest (memdir never sets one), so these are exactly
-        # the block's inserts still present, with their final values.
         conn.execute(f"INSERT INTO memories_fts (rowid, {_FTS_COLUMNS}) "
-                     f"SELECT rowid, {_FTS_COLUMNS} FROM memories WHERE rowid > ?", (top,))
+                     f"SELECT rowid, {_FTS_COLUMNS} FROM memories "
+                     "WHERE rowid IN (SELECT row FROM fts_pending)")
+        conn.execute("DELETE FROM fts_pending")
 
     def upsert(self, conn: sqlite3.Connection, row: Sequence[Any]) -> None:
         conn.execute(

@@ -206,28 +206,33 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         "FTS5 rows of a bulk write added in one statement at its end (Index.deferred_fts)",
         # One FTS5 insert per row costs twice what one INSERT ... SELECT over the same rows
         # does (20,000 memories in one transaction: 2.5 -> 1.2 s). While fts_deferred holds
-        # its row (only ever inside one write transaction), rows above ``top`` are the
-        # transaction's own and not in FTS5 yet: the triggers leave them alone.
+        # its row (only ever inside one write transaction), an inserted row is listed in
+        # fts_pending instead of FTS5, and the update and delete triggers leave listed rows
+        # alone. Rows are listed, not taken as "above the largest rowid before": SQLite
+        # reuses the largest rowid when its row is deleted. Each trigger is one, its steps
+        # in order: two triggers on one event would fire in an unspecified order.
         """
-        CREATE TABLE fts_deferred (
-            one INTEGER PRIMARY KEY CHECK (one = 1), top INTEGER NOT NULL
-        );
+        CREATE TABLE fts_deferred (one INTEGER PRIMARY KEY CHECK (one = 1));
+        CREATE TABLE fts_pending (row INTEGER PRIMARY KEY);
         DROP TRIGGER memories_ai;
         DROP TRIGGER memories_ad;
         DROP TRIGGER memories_au;
-        CREATE TRIGGER memories_ai AFTER INSERT ON memories
-        WHEN NOT EXISTS (SELECT 1 FROM fts_deferred) BEGIN
+        CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
             INSERT INTO memories_fts (rowid, name, description, body, tags, paths)
-            VALUES (new.rowid, new.name, new.description, new.body, new.tags, new.paths);
+            SELECT new.rowid, new.name, new.description, new.body, new.tags, new.paths
+            WHERE NOT EXISTS (SELECT 1 FROM fts_deferred);
+            INSERT INTO fts_pending (row)
+            SELECT new.rowid WHERE EXISTS (SELECT 1 FROM fts_deferred);
         END;
-        CREATE TRIGGER memories_ad AFTER DELETE ON memories
-        WHEN NOT EXISTS (SELECT 1 FROM fts_deferred WHERE old.rowid > top) BEGIN
+        CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
             INSERT INTO memories_fts (memories_fts, rowid, name, description, body, tags, paths)
-            VALUES ('delete', old.rowid, old.name, old.description, old.body, old.tags,
-                    old.paths);
+            SELECT 'delete', old.rowid, old.name, old.description, old.body, old.tags,
+                   old.paths
+            WHERE NOT EXISTS (SELECT 1 FROM fts_pending WHERE row = old.rowid);
+            DELETE FROM fts_pending WHERE row = old.rowid;
         END;
         CREATE TRIGGER memories_au AFTER UPDATE OF name, description, body, tags, paths
-        ON memories WHEN NOT EXISTS (SELECT 1 FROM fts_deferred WHERE old.rowid > top) BEGIN
+        ON memories WHEN NOT EXISTS (SELECT 1 FROM fts_pending WHERE row = old.rowid) BEGIN
             INSERT INTO memories_fts (memories_fts, rowid, name, description, body, tags, paths)
             VALUES ('delete', old.rowid, old.name, old.description, old.body, old.tags,
                     old.paths);
