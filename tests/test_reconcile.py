@@ -7,6 +7,7 @@ import os
 import sqlite3
 from pathlib import Path
 
+from conftest import CLI
 from memdir import Memdir
 
 HAND_WRITTEN = """---
@@ -92,6 +93,23 @@ def test_other_broken_shapes_never_crash(md: Memdir) -> None:
     kinds = {Path(p.where).name: p for p in md.doctor()}
     assert set(kinds) == {*samples, "i.md"}
     assert "gossip" in kinds["e.md"].message and "fact" in kinds["e.md"].hint
+
+
+def test_a_file_nested_too_deeply_is_broken_and_every_command_still_works(
+        md: Memdir, cli: CLI) -> None:
+    # ~1 KB of YAML (it could arrive with a `git pull` into the team folder) once made every
+    # command of the home fail with RecursionError.
+    good = md.store("Docs are built with mkdocs", type="fact")
+    deep = md.directory("project").path / "fact_deep.md"
+    deep.write_text("---\ntype: fact\nk: " + "[" * 500 + "]" * 500 + "\n---\nbody about mkdocs\n")
+    for command in (["list"], ["search", "mkdocs"], ["context"], ["doctor"], ["stats"]):
+        result = cli(*command, "--json")
+        assert "internal error" not in result.stderr, (command, result.stderr)
+        assert result.returncode in (0, 1), (command, result.stderr)  # doctor: 1, problems
+    assert [h.memory.id for h in md.search("mkdocs")] == [good.id]
+    problems = md.doctor()
+    assert [(Path(p.where).name, p.kind) for p in problems] == [("fact_deep.md", "broken-file")]
+    assert "levels deep" in problems[0].message and "flatten" in problems[0].hint
 
 
 def test_reindex_rebuilds_from_files_alone_and_keeps_usage(md: Memdir, home: Path) -> None:

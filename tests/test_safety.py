@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
+from conftest import CLI
 from memdir import Memdir, SecretDetectedError
+from memdir.errors import InvalidMemoryError
 from memdir.safety import find_secrets, strip_private
 
 SECRETS = {
@@ -96,3 +100,48 @@ def test_doctor_finds_a_secret_written_into_a_file_by_hand(md: Memdir) -> None:
     assert [(p.kind, p.where) for p in problems] == [("secret", str(memory.path))]
     assert "AWS access key" in problems[0].message
     assert "AKIAIOSFODNN7EXAMPLE" not in problems[0].message
+
+
+TOKEN = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+
+
+@pytest.mark.parametrize("meta", [
+    {"notes": [{"ci": TOKEN}]},  # a mapping inside a list
+    {"notes": [["x", [TOKEN]]]},  # a list inside a list
+    {"tokens": {TOKEN: "ci"}},  # a mapping key
+    {"deep": {"a": {"b": {"c": [{"d": TOKEN}]}}}},
+])
+def test_a_secret_anywhere_in_meta_is_refused(md: Memdir, meta: dict[str, object]) -> None:
+    with pytest.raises(SecretDetectedError) as err:
+        md.store("CI notes", type="fact", meta=meta)
+    assert "a GitHub token" in str(err.value) and TOKEN not in str(err.value)
+    assert md.stats().total == 0
+
+
+def test_meta_nested_too_deeply_is_refused_with_a_hint(md: Memdir) -> None:
+    deep: object = "bottom"
+    for _ in range(600):
+        deep = [deep]
+    with pytest.raises(InvalidMemoryError) as err:
+        md.store("Deep meta", type="fact", meta={"k": deep})
+    assert "levels deep" in err.value.message and err.value.hint
+    md.store("Shallow meta", type="fact", meta={"k": [[["fine"]]]})
+    assert md.stats().total == 1
+
+
+@pytest.mark.parametrize("field", ["content", "name", "tags", "meta"])
+def test_text_that_is_not_valid_unicode_is_refused_with_a_hint(md: Memdir, field: str) -> None:
+    bad = "caf\udce9 opens at nine"  # the byte 0xE9 of Latin-1, decoded with surrogateescape
+    kwargs: dict[str, object] = {"content": "The café opens at nine", "type": "fact"}
+    kwargs[field] = {"k": bad} if field == "meta" else [bad] if field == "tags" else bad
+    with pytest.raises(InvalidMemoryError) as err:
+        md.store(**kwargs)  # type: ignore[arg-type]
+    assert "not valid Unicode" in err.value.message and "UTF-8" in (err.value.hint or "")
+    assert md.stats().total == 0
+
+
+def test_the_cli_refuses_non_utf8_content_with_a_hint(cli: CLI) -> None:
+    result = cli("store", "--type", "fact", os.fsdecode(b"caf\xe9 opens at nine"))
+    assert result.returncode == 2, result.stderr
+    assert "not valid Unicode" in result.stderr and "UTF-8" in result.stderr
+    assert "internal error" not in result.stderr

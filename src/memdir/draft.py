@@ -10,14 +10,22 @@ field refused.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
 
 from memdir.dates import absolutize_dates
 from memdir.errors import InvalidMemoryError
 from memdir.markdown import parse_relevance
-from memdir.model import KNOWN_KEYS, SOURCES, Memory, Scope
+from memdir.model import (
+    KNOWN_KEYS,
+    MAX_META_DEPTH,
+    SOURCES,
+    Memory,
+    Scope,
+    meta_depth,
+    meta_strings,
+)
 from memdir.safety import check_secrets, strip_private
 from memdir.taxonomy import Taxonomy
 
@@ -101,6 +109,9 @@ def relevance_of(value: float | str | None, taxonomy: Taxonomy, type_name: str,
 def _meta(meta: Mapping[str, Any] | None) -> dict[str, Any]:
     if not meta:
         return {}
+    if meta_depth(meta) > MAX_META_DEPTH:
+        raise InvalidMemoryError(f"meta nests more than {MAX_META_DEPTH} levels deep",
+                                 "flatten the nested lists and mappings")
     out: dict[str, Any] = {}
     for key, value in meta.items():
         if not isinstance(key, str) or not key.strip():
@@ -127,14 +138,17 @@ def _no_default(value: object) -> object:
     raise TypeError
 
 
-def _strings(meta: Mapping[str, Any]) -> Iterable[str]:
-    for value in meta.values():
-        if isinstance(value, str):
-            yield value
-        elif isinstance(value, list | tuple):
-            yield from (v for v in value if isinstance(v, str))
-        elif isinstance(value, Mapping):
-            yield from _strings(value)
+def _check_text(texts: Sequence[str]) -> None:
+    """Refuse secrets, and text that cannot be written as UTF-8 (lone surrogates: bytes that
+    were not UTF-8, decoded with ``surrogateescape``, or a ``\ud800`` escape in JSON)."""
+    for text in texts:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidMemoryError(
+                f"text is not valid Unicode (a lone surrogate in {text[:40]!r})",
+                "save the input as UTF-8 (or remove the undecodable bytes)") from None
+    check_secrets(texts)
 
 
 def draft(content: str, *, type: str, scope: Scope, taxonomy: Taxonomy, now: datetime,
@@ -170,8 +184,8 @@ def draft(content: str, *, type: str, scope: Scope, taxonomy: Taxonomy, now: dat
         tags=tag_list(tags), paths=tag_list(paths, "paths"), source=source,
         created=now, updated=now, meta=_meta(meta),
     )
-    check_secrets([memory.body, memory.name, memory.description, *memory.tags,
-                   *memory.paths, *_strings(memory.meta)])
+    _check_text([memory.body, memory.name, memory.description, *memory.tags,
+                 *memory.paths, *meta_strings(memory.meta)])
     return memory
 
 

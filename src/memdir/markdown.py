@@ -21,7 +21,16 @@ from datetime import datetime
 from typing import Any
 
 from memdir.errors import MemoryFileError
-from memdir.model import KNOWN_KEYS, RELEVANCE_WORDS, Memory, Scope, format_time, parse_time
+from memdir.model import (
+    KNOWN_KEYS,
+    MAX_META_DEPTH,
+    RELEVANCE_WORDS,
+    Memory,
+    Scope,
+    format_time,
+    meta_depth,
+    parse_time,
+)
 
 __all__ = ["parse", "parse_relevance", "render", "split_frontmatter"]
 
@@ -152,6 +161,9 @@ def _load_frontmatter(front: str) -> object:
     try:
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         return yaml.load(front, Loader=loader) if front.strip() else {}
+    except RecursionError:
+        raise MemoryFileError("frontmatter nests too deeply to read",
+                              "flatten the deeply nested value") from None
     except yaml.YAMLError as exc:
         raise MemoryFileError(f"invalid YAML in frontmatter: {exc}".replace("\n", " ")) from None
 
@@ -190,6 +202,10 @@ def parse(text: str, *, stem: str, scope: Scope = "project") -> Memory:
     mid = data.get("id")
     superseded = data.get("superseded_by")
     meta = {k: v for k, v in data.items() if k not in KNOWN_KEYS}
+    if meta_depth(meta) > MAX_META_DEPTH:
+        raise MemoryFileError(
+            f"frontmatter nests more than {MAX_META_DEPTH} levels deep",
+            "flatten the deeply nested value (lists or mappings inside each other)")
     fields: dict[str, Any] = {
         "id": str(mid) if mid not in (None, "") else stem,
         "name": name,

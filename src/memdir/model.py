@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 __all__ = [
     "KNOWN_KEYS",
+    "MAX_META_DEPTH",
     "RELEVANCE_WORDS",
     "SCOPES",
     "SOURCES",
@@ -28,6 +29,8 @@ __all__ = [
     "SessionRef",
     "Stats",
     "format_time",
+    "meta_depth",
+    "meta_strings",
     "now",
     "parse_time",
 ]
@@ -63,6 +66,50 @@ KNOWN_KEYS = (
     "status",
     "superseded_by",
 )
+
+
+# How deeply meta values may nest (a mapping in a list in a mapping...). Deeper values are
+# refused where they enter (a file is reported broken, a store is an error): every walk over
+# meta (JSON for the index, YAML for the file, the secrets scan) would otherwise recurse
+# until Python gives up, and a ~1 KB file could stop every command of the home.
+MAX_META_DEPTH = 32
+
+
+def meta_depth(value: Any) -> int:
+    """How many mappings and lists deep ``value`` nests (0 for a plain value), counted
+    without recursion, stopping once past ``MAX_META_DEPTH``."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth + 1)
+        if deepest > MAX_META_DEPTH:
+            break
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def meta_strings(value: Any) -> list[str]:
+    """Every string in ``value``, mapping keys included, at any depth (for the secrets scan
+    and the text checks; call :func:`meta_depth` first, this walk is not bounded)."""
+    out: list[str] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, Mapping):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return out
 
 
 def _jsonable(value: Any) -> Any:
