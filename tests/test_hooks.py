@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -206,3 +207,52 @@ def test_hooks_import_no_heavy_library(home: Path, repo: Path, event: str) -> No
     slow = {"subprocess", "socket", "hashlib", "tempfile", "logging", "traceback", "shutil",
             "tomllib", "threading"}
     assert not loaded & slow, loaded & slow
+
+
+@pytest.mark.parametrize("event", ["session-start", "prompt"])
+def test_a_locked_index_holds_a_hook_no_longer_than_its_limit(
+        hook: Hook, home: Path, repo: Path, event: str) -> None:
+    # Another process holds the write lock. SQLite's busy wait (up to 30 s) cannot be cut
+    # short by the hook's alarm, so the hook caps it at its own limit.
+    from memdir.hooks import LIMITS
+
+    with Memdir(home=home, project=repo) as md:
+        memory = md.store("The billing service retries webhooks three times", type="fact")
+    assert memory.path is not None
+    memory.path.write_text(memory.path.read_text().replace("three", "five"))  # to reconcile
+    holder = sqlite3.connect(home / "index.sqlite", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        payload = {**_base(repo), "prompt": "why do billing webhooks retry?"}
+        started = time.monotonic()
+        result = hook(event, payload)
+        took = time.monotonic() - started
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert result.returncode == 0 and result.stderr == ""
+    assert took < LIMITS[event] + 3, took  # interpreter start-up and imports on top
+    assert "locked" in _log(home) or "gave up" in _log(home)
+
+
+def test_the_daemon_is_asked_about_the_hooks_own_project(
+        home: Path, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The daemon runs in whichever project started it: a request without a usable cwd must
+    # name the project the hook itself would use (its working directory), absolute.
+    from memdir import daemon, hooks
+
+    asked: list[dict[str, object]] = []
+
+    def ask(home: Path, request: dict[str, object], timeout: float) -> dict[str, object]:
+        asked.append(request)
+        return {"ok": True, "text": "from the daemon"}
+
+    monkeypatch.setattr(daemon, "ask", ask)
+    monkeypatch.setenv("MEMDIR_HOME", str(home))
+    monkeypatch.chdir(repo)
+    cwds: list[str | None] = [None, "", "relative/dir", str(tmp_path / "missing"), str(repo)]
+    for cwd in cwds:
+        payload = {"session_id": "s1", "prompt": "why do billing webhooks retry?",
+                   **({} if cwd is None else {"cwd": cwd})}
+        assert hooks.run_hook("prompt", json.dumps(payload)) == 0
+    assert [r["project"] for r in asked] == [os.path.abspath(repo)] * len(cwds)

@@ -112,6 +112,25 @@ def test_a_file_nested_too_deeply_is_broken_and_every_command_still_works(
     assert "levels deep" in problems[0].message and "flatten" in problems[0].hint
 
 
+def test_a_file_name_that_is_not_utf8_is_skipped_and_reported(md: Memdir, cli: CLI) -> None:
+    # os.listdir gives its bytes as lone surrogates, which SQLite refuses: one such file
+    # once made every command (and every hook) fail.
+    good = md.store("Docs are built with mkdocs", type="fact")
+    folder = md.directory("project").path
+    bad = os.path.join(os.fsencode(folder), b"fact_caf\xe9.md")
+    with open(bad, "wb") as fh:
+        fh.write(b"---\ntype: fact\n---\nbody about mkdocs\n")
+    for command in (["list"], ["search", "mkdocs"], ["context"], ["stats"], ["reindex"]):
+        result = cli(*command)
+        assert result.returncode == 0, (command, result.stderr)
+    assert [h.memory.id for h in md.search("mkdocs")] == [good.id]
+    md.store("A second note about sphinx", type="fact")  # writes carry on as before
+    result = cli("doctor")
+    assert result.returncode == 1 and "fact_caf\\xe9.md" in result.stdout
+    assert "not valid UTF-8" in result.stdout and "rename" in result.stdout
+    assert os.path.exists(bad)  # never modified
+
+
 def test_reindex_rebuilds_from_files_alone_and_keeps_usage(md: Memdir, home: Path) -> None:
     stored = [md.store(f"Fact number {n} about widgets", type="fact") for n in range(5)]
     md.search("widgets")

@@ -38,6 +38,7 @@ __all__ = [
     "render_index",
     "scan_dir",
     "slugify",
+    "utf8_name",
     "write_index",
     "write_overflow",
 ]
@@ -120,8 +121,22 @@ class FileState:
 
 
 def is_memory_file(name: str) -> bool:
-    """A listed name that may be a memory: ``*.md`` except MEMORY.md and dotfiles (temp files)."""
-    return name[-3:] == ".md" and name[0] != "." and name != INDEX_FILE
+    """A listed name that may be a memory: ``*.md`` except MEMORY.md and dotfiles (temp files),
+    and a name that is valid UTF-8 (:func:`utf8_name`)."""
+    return name[-3:] == ".md" and name[0] != "." and name != INDEX_FILE and utf8_name(name)
+
+
+def utf8_name(name: str) -> bool:
+    """Whether a listed file name is valid UTF-8. ``os.listdir`` gives other bytes as lone
+    surrogates, which SQLite (and JSON, and the terminal) cannot take: such a file is skipped
+    and reported by doctor, so that it cannot stop every command."""
+    if name.isascii():
+        return True
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def scan_dir(directory: Path) -> dict[str, tuple[int, int]]:
@@ -145,7 +160,8 @@ def scan_dir(directory: Path) -> dict[str, tuple[int, int]]:
         except (FileNotFoundError, NotADirectoryError):
             return out
         # is_memory_file, inlined: a call per name costs ~1 ms per 10,000 files on every command
-        for name in [n for n in listed if n[-3:] == ".md" and n[0] != "." and n != INDEX_FILE]:
+        for name in [n for n in listed if n[-3:] == ".md" and n[0] != "." and n != INDEX_FILE
+                     and (n.isascii() or utf8_name(n))]:
             try:
                 st = (os.stat(os.path.join(directory, name)) if fd is None
                       else os.stat(name, dir_fd=fd))

@@ -98,12 +98,18 @@ def _text(data: Mapping[str, Any], key: str) -> str:
     return value if isinstance(value, str) else ""
 
 
+def _project(data: Mapping[str, Any]) -> str:
+    """The project directory, absolute: the agent's ``cwd`` if it is one, else this process's
+    (the daemon resolves nothing itself: it runs in whichever project started it)."""
+    cwd = _text(data, "cwd")
+    return os.path.abspath(cwd if cwd and Path(cwd).is_dir() else os.getcwd())
+
+
 def _memdir(data: Mapping[str, Any]) -> Memdir:
     from memdir.memdir import Memdir
 
-    cwd = _text(data, "cwd")
     # No model in a hook process (0.4 s to load): the warm daemon does semantic recall.
-    return Memdir(project=cwd if cwd and Path(cwd).is_dir() else None, semantic=False)
+    return Memdir(project=_project(data), semantic=False)
 
 
 def _output(text: str, fmt: str, event_name: str) -> str:
@@ -127,7 +133,7 @@ def _prompt(data: Mapping[str, Any], fmt: str) -> str:
     from memdir import daemon
 
     home = _home()
-    request = {"op": "recall", "project": _text(data, "cwd"), "prompt": prompt,
+    request = {"op": "recall", "project": _project(data), "prompt": prompt,
                "session_id": session}
     answer = daemon.ask(home, request, timeout=DAEMON_WAIT)
     if answer is not None and answer.get("ok") and isinstance(answer.get("text"), str):
@@ -239,6 +245,11 @@ def run_hook(event: str, stdin: TextIO | str, fmt: str = "text") -> int:
     previous = signal.signal(signal.SIGALRM, _alarm) if hasattr(signal, "SIGALRM") else None
     if previous is not None:
         signal.setitimer(signal.ITIMER_REAL, limit)
+    from memdir import index
+
+    # The alarm cannot interrupt SQLite waiting for another process's write lock (30 s at
+    # most): cap those waits at the limit too.
+    index.set_deadline(started + limit)
     try:
         raw = stdin if isinstance(stdin, str) else ("" if stdin.isatty() else stdin.read())
         output = _dispatch(event, _payload(raw), fmt)
@@ -254,6 +265,7 @@ def run_hook(event: str, stdin: TextIO | str, fmt: str = "text") -> int:
                     + "".join(traceback.format_exception(exc)).rstrip())
         return 0
     finally:
+        index.set_deadline(None)
         if previous is not None:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)

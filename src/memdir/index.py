@@ -29,7 +29,8 @@ from memdir.files import index_line
 from memdir.index_schema import migrate
 from memdir.model import Memory, Scope, format_time, now, parse_time
 
-__all__ = ["BM25_WEIGHTS", "MEMORY_COLUMNS", "Index", "connect", "decode_meta", "encode_meta"]
+__all__ = ["BM25_WEIGHTS", "MEMORY_COLUMNS", "Index", "busy_timeout_ms", "connect", "decode_meta",
+           "encode_meta", "set_deadline"]
 
 BUSY_TIMEOUT_MS = 30_000
 USAGE_TIMEOUT_MS = 100
@@ -49,16 +50,37 @@ MEMORY_COLUMNS = (
     "norm_hash", "mtime_ns", "size", "index_line",
 )
 
+# A time.monotonic() value by which this process must be done waiting for the write lock
+# (None: wait up to BUSY_TIMEOUT_MS). Hook processes set it: the alarm that enforces their
+# time limit cannot interrupt SQLite's busy wait, which would hold a hook for 30 s.
+_deadline: float | None = None
+
+
+def set_deadline(at: float | None) -> None:
+    """Cap every wait for the index's write lock at ``at`` (``time.monotonic()``), or lift
+    the cap (None). Waits past it end in IndexBusyError."""
+    global _deadline
+    _deadline = at
+
+
+def busy_timeout_ms() -> int:
+    """How long the next wait for the write lock may last, in milliseconds."""
+    if _deadline is None:
+        return BUSY_TIMEOUT_MS
+    return max(0, min(BUSY_TIMEOUT_MS, int((_deadline - time.monotonic()) * 1000)))
+
+
 def connect(path: Path) -> sqlite3.Connection:
     """Open the index with memdir's settings. The only place a connection is configured."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+    wait_ms = busy_timeout_ms()
+    conn = sqlite3.connect(path, timeout=wait_ms / 1000, isolation_level=None,
                            check_same_thread=False)
     conn.row_factory = sqlite3.Row
-    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    deadline = time.monotonic() + wait_ms / 1000
     while True:
         try:
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute(f"PRAGMA busy_timeout = {wait_ms}")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
@@ -174,10 +196,14 @@ class Index:
             self._conn = None
 
     @contextlib.contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction: BEGIN IMMEDIATE ... COMMIT, rolled back on any error."""
+    def write(self, wait_ms: int | None = None) -> Iterator[sqlite3.Connection]:
+        """A write transaction: BEGIN IMMEDIATE ... COMMIT, rolled back on any error.
+        ``wait_ms``: wait at most this long for the lock (else up to the busy timeout)."""
         conn = self.conn
         try:
+            if wait_ms is not None or _deadline is not None:
+                wait = busy_timeout_ms() if wait_ms is None else min(wait_ms, busy_timeout_ms())
+                conn.execute(f"PRAGMA busy_timeout = {wait}")
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
             raise IndexBusyError(f"the index {self.path} stayed locked: {exc}") from None
@@ -243,8 +269,7 @@ class Index:
         """A small write on a read path: waits briefly for the lock, logs instead of raising."""
         conn = self.conn
         try:
-            conn.execute(f"PRAGMA busy_timeout = {USAGE_TIMEOUT_MS}")
-            with self.write() as tx:
+            with self.write(wait_ms=USAGE_TIMEOUT_MS) as tx:
                 tx.executemany(sql, rows)
             return True
         except (sqlite3.Error, IndexBusyError) as exc:
@@ -252,4 +277,4 @@ class Index:
             return False
         finally:
             with contextlib.suppress(sqlite3.Error):
-                conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms()}")

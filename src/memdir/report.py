@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from memdir.errors import PathTraversalError
-from memdir.files import INDEX_FILE, MAX_INDEX_BYTES, MAX_INDEX_LINES
+from memdir.files import INDEX_FILE, MAX_INDEX_BYTES, MAX_INDEX_LINES, utf8_name
 from memdir.model import SCOPES, Problem, Stats
 from memdir.safety import find_secrets
 
@@ -119,10 +119,17 @@ def doctor(md: Memdir, dirs: Sequence[MemoryDir]) -> list[Problem]:
         problems.extend(_index_problems(mdir))
         problems.extend(_secret_problems(conn, mdir))
         try:
-            leftovers = [n for n in os.listdir(mdir.path)
-                         if n.startswith(".") and n.endswith(".tmp")]
+            listed = os.listdir(mdir.path)
         except OSError:
-            leftovers = []
+            listed = []
+        leftovers = [n for n in listed if n.startswith(".") and n.endswith(".tmp")]
+        for name in listed:
+            if name.endswith(".md") and not utf8_name(name):
+                shown = os.fsencode(name).decode("utf-8", "backslashreplace")
+                problems.append(Problem(
+                    "broken-file", str(mdir.path / shown),
+                    "the file name is not valid UTF-8, so memdir cannot index it",
+                    "rename the file to a UTF-8 name (e.g. with `mv` in a UTF-8 terminal)"))
         for name in leftovers:
             problems.append(Problem("temp-file", str(mdir.path / name),
                                     "temporary file left by an interrupted write",
