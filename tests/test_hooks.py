@@ -256,3 +256,20 @@ def test_the_daemon_is_asked_about_the_hooks_own_project(
                    **({} if cwd is None else {"cwd": cwd})}
         assert hooks.run_hook("prompt", json.dumps(payload)) == 0
     assert [r["project"] for r in asked] == [os.path.abspath(repo)] * len(cwds)
+
+
+def test_warnings_go_to_the_hook_log_not_to_the_agent(hook: Hook, home: Path,
+                                                      repo: Path) -> None:
+    with Memdir(home=home, project=repo) as md:
+        md.store("Deploys go out on Tuesdays", type="project", relevance="critical")
+        md.search("tuesdays")  # reconciled: the hook below only reads, then counts usage
+    holder = sqlite3.connect(home / "index.sqlite", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # the usage counters cannot be written
+    try:
+        result = hook("session-start", _base(repo))
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert result.returncode == 0 and "Tuesdays" in result.stdout
+    assert result.stderr == ""
+    assert "usage counters not updated" in _log(home)

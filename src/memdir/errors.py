@@ -10,6 +10,8 @@ must not fail the caller (a usage counter, an LLM call, a team server) is logged
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 __all__ = [
     "ConfigError",
     "DatabaseError",
@@ -26,15 +28,30 @@ __all__ = [
     "ServerError",
     "UnknownTypeError",
     "warn",
+    "warnings_to",
 ]
 
 
+_sink: Callable[[str], None] | None = None
+
+
 def warn(message: str, *args: object) -> None:
-    """Log a warning on the ``memdir`` logger. ``logging`` is imported here, on the first
-    warning: it costs ~3 ms, and most commands and hooks never warn."""
+    """Log a warning on the ``memdir`` logger, or hand it to the sink set by
+    :func:`warnings_to`. ``logging`` is imported here, on the first warning: it costs ~3 ms,
+    and most commands and hooks never warn."""
+    if _sink is not None:
+        _sink(message % args if args else message)
+        return
     import logging
 
     logging.getLogger("memdir").warning(message, *args)
+
+
+def warnings_to(sink: Callable[[str], None] | None) -> None:
+    """Send every warning to ``sink`` instead of the logger (None: back to the logger). Hook
+    processes log to their own file: a warning on stderr would reach the agent."""
+    global _sink
+    _sink = sink
 
 
 class MemdirError(Exception):

@@ -246,10 +246,12 @@ def run_hook(event: str, stdin: TextIO | str, fmt: str = "text") -> int:
     if previous is not None:
         signal.setitimer(signal.ITIMER_REAL, limit)
     from memdir import index
+    from memdir.errors import warnings_to
 
     # The alarm cannot interrupt SQLite waiting for another process's write lock (30 s at
     # most): cap those waits at the limit too.
     index.set_deadline(started + limit)
+    warnings_to(lambda message: _log(event, message))  # not stderr: the agent reads it
     try:
         raw = stdin if isinstance(stdin, str) else ("" if stdin.isatty() else stdin.read())
         output = _dispatch(event, _payload(raw), fmt)
@@ -266,6 +268,7 @@ def run_hook(event: str, stdin: TextIO | str, fmt: str = "text") -> int:
         return 0
     finally:
         index.set_deadline(None)
+        warnings_to(None)
         if previous is not None:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
