@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -259,7 +259,6 @@ def test_imported_values_are_normalised_into_readable_files(md: Memdir, tmp_path
         {"type": "facts", "content": "Plural type and word relevance", "relevance": "low"},
         {"type": "fact", "content": "Tags given as one string", "tags": "a, b"},
         {"type": "fact", "content": "A date-only created", "created": "2024-02-03"},
-        {"type": "fact", "content": "Negative reinforced", "reinforced": -4},
         {"type": "fact", "content": "Private <private>do not keep</private>part stripped"},
     ]
     src.write_text("".join(json.dumps(i) + "\n" for i in items))
@@ -271,7 +270,6 @@ def test_imported_values_are_normalised_into_readable_files(md: Memdir, tmp_path
     assert got["Plural type and word relevance"].relevance == 0.3
     assert got["Tags given as one string"].tags == ("a", "b")
     assert got["A date-only created"].created == datetime(2024, 2, 3, tzinfo=UTC)
-    assert got["Negative reinforced"].reinforced == 0
     assert "Private part stripped" in got
     assert all("do not keep" not in m.path.read_text() for m in md.list() if m.path)
     assert md.reindex() == len(items)
@@ -532,3 +530,315 @@ def test_cli_hostile_file_field(cli: CLI, home: Path, repo: Path, tmp_path: Path
     assert all(p.parent in (home, directory) for p in new), new
     assert not list(tmp_path.rglob("x.md"))
     assert [p.name for p in memory_files(directory)] == ["fact_x.md"]
+
+
+# -- every item validated before anything is written -----------------------------------------
+
+GOOD_LINES = (json.dumps({"type": "fact", "content": "Good line before the bad one"}),
+              json.dumps({"type": "decision", "content": "Good line after the bad one"}))
+
+# A line that used to fail only while being written (or while being read), aborting the whole
+# import: label -> (the line's bytes, a word the reason must contain).
+WRITE_TIME_FAILURES: dict[str, tuple[bytes, str]] = {
+    "JSON nested too deeply": (b"[" * 100_000 + b"]" * 100_000, "nests too deeply"),
+    "an integer with too many digits": (
+        b'{"type": "fact", "content": "huge", "relevance": ' + b"9" * 5000 + b"}", "not JSON"),
+    "a line that is not UTF-8": (b'{"type": "fact", "content": "caf\xe9 au lait"}',
+                                 "not UTF-8"),
+    "superseded_by an object": (json.dumps({"type": "fact", "content": "Superseded by a map",
+                                            "superseded_by": {"a": 1}}).encode(),
+                                "superseded_by"),
+    "superseded_by a number": (json.dumps({"type": "fact", "content": "Superseded by 7",
+                                           "superseded_by": 7}).encode(), "superseded_by"),
+    "created overflows UTC": (json.dumps({"type": "fact", "content": "Created in year 0",
+                                          "created": "0001-01-01T00:00:00+01:00"}).encode(),
+                              "out of range"),
+    "updated overflows UTC": (json.dumps({"type": "fact", "content": "Updated in year 10000",
+                                          "updated": "9999-12-31T23:30:00-01:00"}).encode(),
+                              "out of range"),
+    "reinforced beyond SQLite's 64 bits": (
+        json.dumps({"type": "fact", "content": "Reinforced a lot", "reinforced": 10**30}
+                   ).encode(), "too large"),
+    "an id with a lone surrogate": (json.dumps({"type": "fact", "content": "Odd id",
+                                                "id": "ab\ud800cd"}).encode(),
+                                    "not valid Unicode"),
+}
+
+
+@pytest.mark.parametrize("label", list(WRITE_TIME_FAILURES))
+def test_cli_one_bad_item_is_reported_and_the_rest_imported(cli: CLI, tmp_path: Path,
+                                                            label: str) -> None:
+    """No item can abort the import (it used to end in 'internal error', exit 70, with
+    nothing imported): the bad line is reported with its number and a hint, the rest go in."""
+    bad, word = WRITE_TIME_FAILURES[label]
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b"\n".join([GOOD_LINES[0].encode(), bad, GOOD_LINES[1].encode()]) + b"\n")
+    result = cli("import", str(src), "--json")
+    assert result.returncode == 1, result.stderr
+    report = json.loads(result.stdout)
+    assert report["imported"] == 2 and report["skipped"] == []
+    assert [e["where"] for e in report["errors"]] == ["in.jsonl:2"]
+    reason = report["errors"][0]["error"]
+    assert word in reason and "(" in reason, reason  # why, and (how to fix it)
+    assert sorted(m["content"] for m in listing_raw(cli)) == sorted(
+        json.loads(line)["content"] for line in GOOD_LINES)
+    assert cli("doctor").returncode == 0
+
+
+def listing_raw(cli: CLI, *args: str) -> list[dict[str, Any]]:
+    items = cli_json(cli("list", "--status", "all", "--json", *args))
+    assert isinstance(items, list)
+    return items
+
+
+def test_cli_import_accepts_a_utf8_bom(cli: CLI, tmp_path: Path) -> None:
+    src = tmp_path / "bom.jsonl"
+    src.write_bytes(b"\xef\xbb\xbf" + "\r\n".join(GOOD_LINES).encode() + b"\r\n")
+    result = cli("import", str(src))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith("imported 2, skipped 0, errors 0")
+
+
+def test_cli_folder_items_that_would_fail_at_write_are_reported(cli: CLI,
+                                                                tmp_path: Path) -> None:
+    """The same checks hold for a folder of Markdown files: each bad file is reported (with
+    its name and a hint), the good ones are imported."""
+    folder = tmp_path / "incoming"
+    folder.mkdir()
+    bad = {
+        "old.md": ("created: 0001-01-01T00:00:00+01:00", "out of range"),
+        "many.md": ("reinforced: 100000000000000000000000000", "too large"),
+        "datekey.md": ("2024-01-01: a date as a key", "meta"),
+        "secretid.md": ("id: ghp_" + "a1B2" * 9, "secret"),
+    }
+    for name, (line, _) in bad.items():
+        (folder / name).write_text(f"---\ntype: fact\n{line}\n---\nThe file {name}\n")
+    (folder / "good.md").write_text("---\ntype: fact\nreinforced: 3\n---\nA good file\n")
+    result = cli("import", str(folder), "--json")
+    assert result.returncode == 1, result.stderr
+    report = json.loads(result.stdout)
+    assert report["imported"] == 1
+    errors = {Path(e["where"]).name: e["error"] for e in report["errors"]}
+    assert set(errors) == set(bad)
+    for name, (_, word) in bad.items():
+        assert word in errors[name] and "(" in errors[name], errors[name]
+    assert "a1B2a1B2" not in result.stdout
+    assert [(m["content"], m["reinforced"]) for m in listing_raw(cli)] == [("A good file", 3)]
+    assert cli("doctor").returncode == 0
+
+
+def test_cli_partial_import_reports_exactly_what_was_written(cli: CLI, home: Path,
+                                                             repo: Path,
+                                                             tmp_path: Path) -> None:
+    """The user scope is written, then the project scope's write fails (its directory is a
+    file): the report says the user item was imported and the project item was not (it used
+    to be 'internal error', exit 70, though the user item was stored)."""
+    assert cli("stats").returncode == 0  # the home exists
+    blocked = home / "projects" / project_key(repo.resolve())
+    blocked.parent.mkdir(parents=True, exist_ok=True)
+    blocked.write_text("not a directory\n")
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"type": "fact", "scope": "user", "content": "User item"}) + "\n"
+                   + json.dumps({"type": "fact", "content": "Project item"}) + "\n")
+    result = cli("import", str(src), "--json")
+    assert result.returncode == 1, result.stderr
+    report = json.loads(result.stdout)
+    assert report["imported"] == 1 and report["skipped"] == []
+    assert [e["where"] for e in report["errors"]] == ["in.jsonl:2"]
+    assert "not imported" in report["errors"][0]["error"]
+    assert [m["content"] for m in listing_raw(cli, "--scope", "user")] == ["User item"]
+
+    blocked.unlink()  # the cause fixed, the same import again brings in only what was missing
+    again = cli_json(cli("import", str(src), "--json"))
+    assert again == {"imported": 1, "errors": [],
+                     "skipped": [{"where": "in.jsonl:1", "why": "same content already stored"}]}
+
+
+def test_jsonl_invalid_values_are_errors_not_defaults(md: Memdir, tmp_path: Path) -> None:
+    """A value that is present but invalid is reported, as in a Markdown file; it used to be
+    replaced silently (created: now, reinforced: 0)."""
+    src = tmp_path / "in.jsonl"
+    items = [
+        {"type": "fact", "content": "Created is a phrase", "created": "last tuesday"},
+        {"type": "fact", "content": "Created is a number", "created": 1700000000},
+        {"type": "fact", "content": "Updated is a phrase", "updated": "soon"},
+        {"type": "fact", "content": "Reinforced is text", "reinforced": "3"},
+        {"type": "fact", "content": "Reinforced is negative", "reinforced": -5},
+        {"type": "fact", "content": "Reinforced is a float", "reinforced": 2.5},
+        {"type": "fact", "content": "Reinforced is a bool", "reinforced": True},
+        {"type": "fact", "content": "Meta is an empty list", "meta": []},
+        {"type": "fact", "content": "Id is a list", "id": ["x"]},
+        {"type": "fact", "content": "Null values mean absent", "created": None,
+         "reinforced": None, "status": None, "meta": None, "superseded_by": None},
+    ]
+    words = ["created", "created", "updated", "reinforced", "reinforced", "reinforced",
+             "reinforced", "meta", "id"]
+    src.write_text("".join(json.dumps(i) + "\n" for i in items))
+    report = md.import_(src)
+    assert [m.body for m in report.imported] == ["Null values mean absent"]
+    assert [w for w, _ in report.errors] == [f"in.jsonl:{n}" for n in range(1, len(words) + 1)]
+    for (_, reason), word in zip(report.errors, words, strict=True):
+        assert f"'{word}'" in reason and "(" in reason, reason
+    assert [m.body for m in md.list(status="all")] == ["Null values mean absent"]
+
+
+def test_cli_export_user_mistakes_are_errors_with_a_hint(cli: CLI, repo: Path,
+                                                         tmp_path: Path) -> None:
+    """Each used to be 'internal error ... report it' (exit 70)."""
+    cli_store(cli, "Something to export", "--type", "fact")
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "adir.jsonl").mkdir()
+    for args in ((str(tmp_path / "afile"),),  # Markdown onto a file
+                 (str(tmp_path / "afile" / "sub"),),  # a folder under a file
+                 (str(tmp_path / "adir.jsonl"),),  # JSON Lines onto a folder
+                 (str(tmp_path / "missing" / "x.jsonl"),),  # JSON Lines, no such folder
+                 ("-", "--format", "markdown")):  # Markdown to stdout
+        result = cli("export", *args)
+        assert result.returncode == 2, (args, result.stderr)
+        assert result.stderr.startswith("error: ") and "\nhint: " in result.stderr, args
+        assert "internal error" not in result.stderr
+    as_json = cli("export", str(tmp_path / "missing" / "x.jsonl"), "--json")
+    assert as_json.returncode == 2
+    error = json.loads(as_json.stderr)["error"]
+    assert "does not exist" in error["message"] and error["hint"]
+    assert (tmp_path / "afile").read_text() == "x"
+    assert list((tmp_path / "adir.jsonl").iterdir()) == []
+    assert not (tmp_path / "missing").exists()
+
+
+HAND_TYPED = """---
+id: handw001
+name: Hand written
+type: fact
+created: 2025-11-30T08:00:00Z
+reviewed: 2026-01-15
+deadline: 2026-02-01T09:30:00Z
+7: seven
+nested: {when: 2025-12-01, at: [2025-12-02, 3]}
+flag: yes
+---
+A file with YAML types in keys memdir does not know
+"""
+
+
+def test_markdown_round_trip_keeps_yaml_types_of_unknown_keys(cli: CLI, home: Path,
+                                                              repo: Path,
+                                                              tmp_path: Path) -> None:
+    """Dates stay dates, integer keys stay integers, at any depth (they used to come back
+    as strings: the import went through the JSON shape of the memory)."""
+    cli_store(cli, "A placeholder", "--type", "fact")
+    source = home / "projects" / project_key(repo.resolve()) / "fact_hand-written.md"
+    source.write_text(HAND_TYPED)
+    want = parse(HAND_TYPED, stem="x").meta
+    assert want["reviewed"] == date(2026, 1, 15) and 7 in want and want["flag"] is True
+    dest = tmp_path / "export"
+    assert cli("export", str(dest)).returncode == 0
+
+    home2 = tmp_path / "home2"
+    result = cli("import", str(dest), "--home", str(home2))
+    assert result.returncode == 0, result.stdout + result.stderr
+    imported = list((home2 / "projects").rglob("fact_hand-written*.md"))
+    assert len(imported) == 1
+    assert parse(imported[0].read_text(), stem="x").meta == want
+    assert listing(cli, "--home", str(home2)) == listing(cli)
+    assert cli("doctor", "--home", str(home2)).returncode == 0
+
+
+def test_markdown_export_refuses_a_folder_holding_other_files(cli: CLI,
+                                                              tmp_path: Path) -> None:
+    """Files of an older export (of memories deleted since) would come back with the next
+    import of the folder: such a folder is refused, and nothing is written into it."""
+    first = cli_store(cli, "Memory A", "--type", "fact")
+    cli_store(cli, "Memory B", "--type", "fact")
+    dest = tmp_path / "backup"
+    assert cli("export", str(dest)).returncode == 0
+    again = cli("export", str(dest))  # the same export again: the same files
+    assert again.returncode == 0, again.stderr
+    before = {p: p.read_bytes() for p in all_files(dest)}
+
+    assert cli("delete", first["id"]).returncode == 0
+    stale = cli("export", str(dest))
+    assert stale.returncode == 2
+    assert "fact_memory-a.md" in stale.stderr and "empty folder" in stale.stderr
+    only_user = cli("export", str(dest), "--scope", "user")
+    assert only_user.returncode == 2
+    assert {p: p.read_bytes() for p in all_files(dest)} == before
+
+    other = tmp_path / "with-notes"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine\n")
+    assert cli("export", str(other)).returncode == 2
+    assert sorted(p.name for p in other.iterdir()) == ["notes.txt"]
+
+    fresh = tmp_path / "fresh"
+    assert cli("export", str(fresh)).returncode == 0
+    assert [p.name for p in fresh.rglob("*.md")] == ["fact_memory-b.md"]
+
+
+def test_an_empty_markdown_export_is_an_empty_folder(cli: CLI, tmp_path: Path) -> None:
+    dest = tmp_path / "empty-export"
+    result = cli("export", str(dest))
+    assert result.returncode == 0 and result.stdout.startswith("exported 0 memories")
+    assert dest.is_dir() and list(dest.iterdir()) == []
+    back = cli("import", str(dest))
+    assert back.returncode == 0 and back.stdout.startswith("imported 0, skipped 0, errors 0")
+
+
+def test_errors_found_while_reading_keep_their_hint(md: Memdir, tmp_path: Path) -> None:
+    folder = tmp_path / "incoming"
+    folder.mkdir()
+    (folder / "broken.md").write_text("---\ntype: [fact\n---\nBroken\n")
+    (folder / "latin1.md").write_bytes(b"---\ntype: fact\n---\ncaf\xe9\n")
+    (folder / "fine.md").write_text("---\ntype: fact\n---\nFine\n")
+    report = md.import_(folder)
+    assert [m.body for m in report.imported] == ["Fine"]
+    errors = {Path(w).name: e for w, e in report.errors}
+    assert "invalid YAML" in errors["broken.md"] and "Fix the YAML frontmatter" in \
+        errors["broken.md"]
+    assert "not UTF-8" in errors["latin1.md"] and "save the file as UTF-8" in errors["latin1.md"]
+
+    src = tmp_path / "in.jsonl"
+    src.write_text("not json\n[1]\n")
+    lines = dict(md.import_(src).errors)
+    assert "one JSON object on its own line" in lines["in.jsonl:1"]
+    assert "one JSON object on its own line" in lines["in.jsonl:2"]
+
+
+def test_cli_import_of_one_markdown_file(cli: CLI, tmp_path: Path) -> None:
+    """A single .md file is a memory file (it used to be read as JSON Lines, line by line)."""
+    note = tmp_path / "note.md"
+    note.write_text("---\ntype: fact\nscope: user\n---\nA single Markdown file\n")
+    result = cli("import", str(note))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith("imported 1, skipped 0, errors 0")
+    assert [m["content"] for m in listing_raw(cli, "--scope", "user")] == \
+        ["A single Markdown file"]
+
+
+def test_import_into_postgres_checks_what_the_database_cannot_hold(tmp_path: Path) -> None:
+    """PostgreSQL refuses NUL in text and counts above 32 bits: such an item is reported,
+    the rest imported (the whole import used to fail)."""
+    pytest.importorskip("psycopg")
+    import psycopg
+
+    from memdir.postgres import PostgresStore
+    from memdir.transfer import import_memories
+    from pg_support import DSN, fresh_schema
+
+    try:
+        psycopg.connect(DSN, connect_timeout=3).close()
+    except psycopg.Error:
+        pytest.skip("no PostgreSQL at MEMDIR_TEST_DATABASE")
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(i) + "\n" for i in [
+        {"type": "fact", "content": "Good for the database"},
+        {"type": "fact", "content": "A NUL \u0000 inside"},
+        {"type": "fact", "content": "A NUL in meta", "meta": {"k": ["a\u0000b"]}},
+        {"type": "fact", "content": "Reinforced past 32 bits", "reinforced": 2**31},
+    ]))
+    with fresh_schema() as schema, PostgresStore(DSN, schema=schema) as pg:
+        report = import_memories(pg, src)
+        assert [m.body for m in report.imported] == ["Good for the database"]
+        assert [w for w, _ in report.errors] == ["in.jsonl:2", "in.jsonl:3", "in.jsonl:4"]
+        assert "NUL" in report.errors[0][1] and "too large" in report.errors[2][1]
+        assert [m.body for m in pg.list(status="all")] == ["Good for the database"]

@@ -49,13 +49,15 @@ class Transfers:
 
     def export(self, dest: str | Path, *, format: str = "markdown",
                scopes: Sequence[Scope] | None = None) -> int:
-        """Write all memories (active and archived) to a folder of Markdown files or JSONL."""
+        """Write all memories (active and archived) to a folder of Markdown files (a new or
+        empty one, or one holding only this export's files) or JSONL."""
         from memdir.transfer import export_memories
 
         return export_memories(self._transfers_md(), dest, fmt=format, scopes=scopes)
 
     def import_(self, src: str | Path, *, scope: Scope | None = None) -> ImportReport:
-        """Import a folder of memory files or a JSON Lines file; bad items are reported."""
+        """Import a folder of memory files, one memory file, or a JSON Lines file; bad items
+        are reported and the rest imported."""
         from memdir.transfer import import_memories
 
         return import_memories(self._transfers_md(), src, scope=scope)
