@@ -85,6 +85,8 @@ def test_other_broken_shapes_never_crash(md: Memdir) -> None:
         "f.md": "---\ntype: fact\nrelevance: 7\n---\nout of range",
         "g.md": "---\ntype: fact\nreinforced: many\n---\nbad count",
         "h.md": "---\ntype: fact\ncreated: someday\n---\nbad date",
+        "j.md": "---\ntype: fact\n2024-01-01: shipped\n---\na date as a key",
+        "k.md": "---\ntype: fact\nlog: {2024-01-01: shipped}\n---\na nested date key",
     }
     for name, text in samples.items():
         (folder / name).write_text(text)

@@ -168,6 +168,22 @@ def _load_frontmatter(front: str) -> object:
         raise MemoryFileError(f"invalid YAML in frontmatter: {exc}".replace("\n", " ")) from None
 
 
+def _odd_key(meta: Mapping[str, Any]) -> object | None:
+    """The first mapping key, at any depth, that is not text, a number or a boolean."""
+    stack: list[Any] = [meta]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Mapping):
+            for key, value in item.items():
+                if not isinstance(key, str | int | float | bool):
+                    odd: object = key
+                    return odd
+                stack.append(value)
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return None
+
+
 def parse(text: str, *, stem: str, scope: Scope = "project") -> Memory:
     """Parse a memory file. ``stem`` (the file name without .md) is the id when none is set."""
     front, body = split_frontmatter(text)
@@ -206,6 +222,10 @@ def parse(text: str, *, stem: str, scope: Scope = "project") -> Memory:
         raise MemoryFileError(
             f"frontmatter nests more than {MAX_META_DEPTH} levels deep",
             "flatten the deeply nested value (lists or mappings inside each other)")
+    odd = _odd_key(meta)
+    if odd is not None:  # YAML reads `2024-01-01:` as a date, which JSON (the index) cannot key
+        raise MemoryFileError(f"frontmatter key {odd!r} is not text",
+                              f"quote the key: '{odd}': ...")
     fields: dict[str, Any] = {
         "id": str(mid) if mid not in (None, "") else stem,
         "name": name,
