@@ -608,7 +608,7 @@ def test_cli_folder_items_that_would_fail_at_write_are_reported(cli: CLI,
     bad = {
         "old.md": ("created: 0001-01-01T00:00:00+01:00", "out of range"),
         "many.md": ("reinforced: 100000000000000000000000000", "too large"),
-        "datekey.md": ("2024-01-01: a date as a key", "meta"),
+        "datekey.md": ("2024-01-01: a date as a key", "key 2024-01-01 is not text"),
         "secretid.md": ("id: ghp_" + "a1B2" * 9, "secret"),
     }
     for name, (line, _) in bad.items():

@@ -224,8 +224,9 @@ def parse(text: str, *, stem: str, scope: Scope = "project") -> Memory:
             "flatten the deeply nested value (lists or mappings inside each other)")
     odd = _odd_key(meta)
     if odd is not None:  # YAML reads `2024-01-01:` as a date, which JSON (the index) cannot key
-        raise MemoryFileError(f"frontmatter key {odd!r} is not text",
-                              f"quote the key: '{odd}': ...")
+        raise MemoryFileError(
+            f"frontmatter key {odd} is not text (YAML reads it as a {type(odd).__name__})",
+            f"quote the key: '{odd}': ...")
     fields: dict[str, Any] = {
         "id": str(mid) if mid not in (None, "") else stem,
         "name": name,
