@@ -19,6 +19,11 @@ Invariants:
 - Requests are served one at a time (each is a few milliseconds of SQLite and one small
   model call), so one ``Memdir`` per project is never used from two threads.
 - The socket is only reachable by the user (0600 in a 0700 directory).
+- Nobody else can stand in for the daemon: the temp dir is shared, so another local user can
+  create ``memdir-<uid>`` first and listen there. Hooks and the daemon use the directory only
+  if it is a real directory (not a symlink) of this user that nobody else may enter
+  (:func:`_private_dir`), and a hook talks only to a peer of its own uid (``SO_PEERCRED``,
+  where the platform has it). Otherwise they warn and go without the daemon.
 """
 
 from __future__ import annotations
@@ -60,6 +65,85 @@ def socket_path(home: Path) -> Path:
     return Path(root) / f"memdir-{os.getuid()}" / f"{name}.sock"
 
 
+_warned: set[str] = set()  # one warning per directory and process, not one per call
+
+
+def _private_dir(directory: Path, make_parents: bool = False) -> bool:
+    """True if ``directory`` is fit to hold the daemon's socket: a real directory (not a
+    symlink) owned by this user, with no permission for group or others. Made (0700) when
+    missing, so that nobody else can take the name later; checked again after, whatever the
+    umask did or whoever won a race. Otherwise False and a warning saying how to fix it.
+    A missing temp dir ($TMPDIR may name one) is made with ``make_parents``, else it means
+    quietly that no daemon listens there."""
+    try:
+        st = os.lstat(directory)
+    except FileNotFoundError:
+        if make_parents:
+            with contextlib.suppress(OSError):  # if it fails, so does the mkdir below
+                directory.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.mkdir(directory, 0o700)
+        except FileExistsError:
+            pass  # made meanwhile, perhaps by someone else: checked below
+        except FileNotFoundError:
+            if not make_parents:
+                return False  # no temp dir: no daemon either
+            return _refuse(directory, "the temp dir it lives in cannot be made",
+                           "check $TMPDIR (else /tmp)")
+        except OSError as exc:
+            return _refuse(directory, f"it cannot be made ({exc.strerror or exc})",
+                           "check that the temp dir ($TMPDIR, else /tmp) exists and is writable")
+        try:
+            st = os.lstat(directory)
+        except OSError as exc:
+            return _refuse(directory, f"it cannot be read ({exc.strerror or exc})",
+                           "check the temp dir ($TMPDIR, else /tmp)")
+    except OSError as exc:
+        return _refuse(directory, f"it cannot be read ({exc.strerror or exc})",
+                       "check the temp dir ($TMPDIR, else /tmp)")
+    import stat
+
+    if not stat.S_ISDIR(st.st_mode):
+        kind = "a symlink" if stat.S_ISLNK(st.st_mode) else "not a directory"
+        return _refuse(directory, f"it is {kind}", f"remove {directory}")
+    if st.st_uid != os.getuid():
+        return _refuse(directory, f"it is owned by uid {st.st_uid}, not by you "
+                       f"(uid {os.getuid()})",
+                       f"remove {directory} (as its owner or root); memdir makes it again")
+    if st.st_mode & 0o077:
+        return _refuse(directory, f"others may use it (mode {st.st_mode & 0o777:o})",
+                       f"run `chmod 700 {directory}`")
+    return True
+
+
+def _refuse(directory: Path, problem: str, fix: str) -> bool:
+    if str(directory) not in _warned:
+        _warned.add(str(directory))
+        from memdir.errors import warn
+
+        warn("memdir: the recall daemon is not used: its socket directory %s is unsafe: %s. "
+             "hint: %s", directory, problem, fix)
+    return False
+
+
+def _peer_is_me(conn: socket.socket) -> bool:
+    """True if the process at the other end of ``conn`` runs as this user (Linux:
+    ``SO_PEERCRED``). Where the platform cannot tell, the private directory is the guard."""
+    import socket
+
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return True
+    import struct
+
+    try:
+        raw = conn.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
+        _pid, uid, _gid = struct.unpack("iII", raw)
+    except (OSError, struct.error):
+        return False
+    return bool(uid == os.getuid())
+
+
 def _readline(conn: socket.socket, deadline: float) -> bytes:
     data = b""
     while not data.endswith(b"\n"):
@@ -75,9 +159,11 @@ def _readline(conn: socket.socket, deadline: float) -> bytes:
 
 
 def ask(home: Path, request: dict[str, Any], timeout: float = 2.0) -> dict[str, Any] | None:
-    """The daemon's answer, or None when there is no daemon or it did not answer in time."""
+    """The daemon's answer, or None when there is no daemon, it did not answer in time, or
+    what listens is not safely ours (an unsafe socket directory, warned; a peer of another
+    user): then the request, which holds the prompt, is never sent."""
     path = socket_path(home)
-    if not path.exists():
+    if not _private_dir(path.parent) or not path.exists():
         return None
     import socket  # only when a daemon may be listening: ~5 ms
 
@@ -88,6 +174,8 @@ def ask(home: Path, request: dict[str, Any], timeout: float = 2.0) -> dict[str, 
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.settimeout(min(0.2, timeout))
             conn.connect(str(path))
+            if not _peer_is_me(conn):  # someone else listens there: never send the prompt
+                return None
             conn.sendall(json.dumps(request).encode() + b"\n")
             answer = json.loads(_readline(conn, deadline) or b"null")
     except (OSError, ValueError, TimeoutError):
@@ -103,6 +191,8 @@ def start_daemon(home: Path) -> bool:
 
     if not available() or ask(home, {"op": "ping"}, timeout=0.3) is not None:
         return False
+    if not _private_dir(socket_path(home).parent, make_parents=True):
+        return False  # it would refuse to bind there (warned)
     import subprocess
 
     subprocess.Popen([sys.executable, "-m", "memdir", "daemon", "--home", str(home)],
@@ -165,7 +255,8 @@ def _fill_some(md: Memdir) -> bool:
 def _bind(path: Path) -> socket.socket | None:
     import socket
 
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if not _private_dir(path.parent):  # checked by serve too; never bind anywhere else
+        return None
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         server.bind(str(path))
@@ -189,7 +280,7 @@ def _bind(path: Path) -> socket.socket | None:
 
 def serve(home: Path, idle: float = IDLE_SECONDS) -> int:
     """Serve until ``idle`` seconds pass without a request. 0 when done (or another daemon
-    already serves this home)."""
+    already serves this home); 1 when the socket's directory is unsafe (warned)."""
     import signal
     import threading
 
@@ -197,6 +288,8 @@ def serve(home: Path, idle: float = IDLE_SECONDS) -> int:
 
     home.mkdir(parents=True, exist_ok=True)  # its inode names the socket
     path = socket_path(home)
+    if not _private_dir(path.parent, make_parents=True):
+        return 1
     server = _bind(path)
     if server is None:
         return 0
