@@ -378,6 +378,23 @@ def test_codex_table_is_replaced_in_place_and_removed_with_its_sub_tables() -> N
     assert after == CONFIG_TOML.replace("[features]", "# features follow\n[features]")
 
 
+def test_codex_server_keeps_the_users_own_keys_when_updated() -> None:
+    # A moved interpreter (or an older memdir's command) is updated; the user's inline env and
+    # timeout in memdir's table stay, as in Claude Code's JSON.
+    before = CONFIG_TOML.replace("[features]", '[mcp_servers.memdir]\ncommand = "memdir"\n'
+                                 'args = [\n  "mcp",\n]  # old\n'
+                                 'env = { MEMDIR_HOME = "/data/mem" }\n'
+                                 "startup_timeout_sec = 30\n\n[features]")
+    config = write(home() / ".codex" / "config.toml", before)
+    report = install("codex")
+    assert report.files[1].changes == ("updated MCP server memdir",)
+    server = tomllib.loads(config.read_text())["mcp_servers"]["memdir"]
+    assert server == {"command": PY, "args": ["-m", "memdir", "mcp"],
+                      "env": {"MEMDIR_HOME": "/data/mem"}, "startup_timeout_sec": 30}
+    install("codex")  # again: nothing changes
+    assert tomllib.loads(config.read_text())["mcp_servers"]["memdir"] == server
+
+
 def test_codex_config_without_a_final_newline_comes_back_byte_identical() -> None:
     config = write(home() / ".codex" / "config.toml", 'model = "o3"')
     install("codex")

@@ -28,6 +28,7 @@ import os
 import re
 import shlex
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -338,6 +339,9 @@ def _checked(path: Path, old: str, new: str, python: str | None) -> str:
         ok = server is None if python is None else (
             server is not None and server.get("command") == python
             and server.get("args") == list(MCP_ARGS))
+    if ok and python is not None:  # the user's own settings of the server (env, timeouts) stay
+        before = toml_server(path, old) or {}
+        ok = _rest(before) == _rest(server or {})
     if not ok:
         args = ", ".join(_toml_str(a) for a in MCP_ARGS)
         raise ConfigError(
@@ -347,6 +351,28 @@ def _checked(path: Path, old: str, new: str, python: str | None) -> str:
             f"add it to {path} by hand: [{_TABLE}] with command = {_toml_str(python)} and "
             f"args = [{args}]")
     return new
+
+
+def _rest(server: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in server.items() if k not in ("command", "args")}
+
+
+def _kept_lines(lines: Sequence[str]) -> list[str]:
+    """The lines of memdir's table but its ``command`` and ``args`` (a multi-line ``args``
+    array included): the user's other keys of the server stay as written."""
+    kept: list[str] = []
+    in_args = False
+    for line in lines:
+        if in_args:
+            in_args = "]" not in line.split("#", 1)[0]
+            continue
+        key, eq, value = line.partition("=")
+        if eq and key.strip() in ("command", "args"):
+            value = value.split("#", 1)[0]
+            in_args = key.strip() == "args" and value.count("[") > value.count("]")
+            continue
+        kept.append(line)
+    return kept
 
 
 def toml_put(path: Path, text: str, python: str) -> tuple[str, list[str]]:
@@ -360,7 +386,7 @@ def toml_put(path: Path, text: str, python: str) -> tuple[str, list[str]]:
     found = _blocks(lines, own=False)
     if found:
         start, end = found[0]
-        new = "".join(lines[:start] + block + lines[end:])
+        new = "".join(lines[:start] + block + _kept_lines(lines[start + 1:end]) + lines[end:])
     else:
         head = text if not text or text.endswith("\n") else text + "\n"
         new = head + ("\n" if head.strip() else "") + "".join(block)
