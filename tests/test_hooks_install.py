@@ -403,6 +403,24 @@ def test_codex_config_without_a_final_newline_comes_back_byte_identical() -> Non
     assert config.read_text() == 'model = "o3"'
 
 
+@pytest.mark.parametrize("agent", ["codex", "claude-code"])
+def test_crlf_files_come_back_byte_identical(agent: str) -> None:
+    # Windows editors write CRLF: install keeps every byte outside memdir's entries, and
+    # uninstall gives the file back as it was.
+    if agent == "codex":
+        path = home() / ".codex" / "config.toml"
+        text = 'model = "o3"\r\n\r\n[features]\r\nx = 1\r\n'
+    else:
+        path, text = home() / ".claude.json", '{\r\n  "theme": "dark"\r\n}\r\n'
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text.encode())
+    install(agent)
+    if agent == "codex":
+        assert path.read_bytes().startswith(text.encode())
+    uninstall(agent)
+    assert path.read_bytes() == text.encode()
+
+
 @pytest.mark.parametrize(("text", "problem"), [
     ('model = "o3\n', "is not valid TOML"),
     ('mcp_servers = { docs = { command = "npx" } }\n', "without touching anything else"),

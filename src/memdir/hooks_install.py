@@ -169,7 +169,9 @@ class Status:
 
 def _read(path: Path) -> str | None:
     try:
-        return path.read_text(encoding="utf-8")
+        # Bytes, decoded: read_text would turn CRLF line endings into LF, and every byte
+        # outside memdir's entries must come back as it was.
+        return path.read_bytes().decode("utf-8")
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
