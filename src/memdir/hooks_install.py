@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memdir.codex_toml import toml_drop, toml_put, toml_server
 from memdir.errors import ConfigError
 from memdir.files import atomic_write
 from memdir.hooks_agents import (
@@ -53,9 +54,6 @@ from memdir.hooks_agents import (
     memdir_entries,
     remove_hooks,
     remove_server,
-    toml_drop,
-    toml_put,
-    toml_server,
 )
 
 __all__ = [
