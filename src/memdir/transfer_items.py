@@ -19,7 +19,7 @@ from __future__ import annotations
 import codecs
 import json
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,7 @@ from memdir.errors import InvalidMemoryError, MemdirError, MemoryFileError
 from memdir.files import INDEX_FILE
 from memdir.index import encode_meta
 from memdir.markdown import parse
-from memdir.model import SCOPES, STATUSES, Memory, Scope, parse_time
+from memdir.model import SCOPES, STATUSES, Memory, Scope, meta_strings, parse_time
 from memdir.safety import check_secrets
 from memdir.taxonomy import Taxonomy
 
@@ -95,11 +95,8 @@ def _read_file(path: Path, hinted: Scope | None) -> Memory | MemdirError:
                                   "check that the file exists and that you may read it")
     try:
         return parse(text, stem=path.stem, scope=hinted or _file_scope(text))
-    except MemdirError as exc:
+    except MemdirError as exc:  # nesting too deep included (parse bounds it)
         return exc
-    except RecursionError:
-        return MemoryFileError("frontmatter nests too deeply to read",
-                               "flatten the deeply nested value")
 
 
 def _file_scope(text: str) -> Scope:
@@ -261,7 +258,7 @@ def _storable(memory: Memory, *, bulk: bool) -> Memory:
     check_secrets(text for _, text in ids)
     if bulk:  # PostgreSQL's text and jsonb cannot hold NUL; a home's files and SQLite can
         texts = [memory.id, memory.superseded_by or "", memory.name, memory.description,
-                 memory.body, *memory.tags, *memory.paths, *_meta_strings(memory.meta)]
+                 memory.body, *memory.tags, *memory.paths, *meta_strings(memory.meta)]
         if any("\x00" in text for text in texts):
             raise InvalidMemoryError("the text holds a NUL character (\\u0000), which the "
                                      "database cannot store", "remove the NUL characters")
@@ -272,20 +269,6 @@ def _storable(memory: Memory, *, bulk: bool) -> Memory:
                                  "use text keys and plain values (text, numbers, booleans, "
                                  "dates, lists and mappings)") from None
     return memory.replace(created=times["created"], updated=times["updated"])
-
-
-def _meta_strings(meta: Mapping[Any, Any]) -> Iterator[str]:
-    """Every string in meta, keys included, at any depth (a walk without recursion)."""
-    stack: list[Any] = [meta]
-    while stack:
-        value = stack.pop()
-        if isinstance(value, str):
-            yield value
-        elif isinstance(value, Mapping):
-            stack.extend(value.keys())
-            stack.extend(value.values())
-        elif isinstance(value, list | tuple):
-            stack.extend(value)
 
 
 def validate(item: dict[str, Any] | Memory, *, taxonomy: Taxonomy,
