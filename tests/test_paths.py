@@ -95,12 +95,13 @@ TRAVERSALS = [
 ]
 
 
+@pytest.mark.parametrize("exclusive", [False, True])
 @pytest.mark.parametrize("bad", TRAVERSALS)
-def test_safe_join_refuses_traversal(tmp_path: Path, bad: str) -> None:
+def test_safe_join_refuses_traversal(tmp_path: Path, bad: str, exclusive: bool) -> None:
     base = tmp_path / "memdir" / "team"
     base.mkdir(parents=True)
     with pytest.raises(PathTraversalError):
-        safe_join(base, bad)
+        safe_join(base, bad, exclusive=exclusive)
 
 
 @pytest.mark.parametrize("bad", [b for b in TRAVERSALS if b.endswith(".md") or "/" in b])
@@ -121,12 +122,24 @@ def test_a_sibling_with_a_common_prefix_is_outside(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("good", ["feedback_x.md", "sub/dir.md", "café.md", "cafe\u0301.md",
                                   "日本語_メモ.md", "a..b.md", "dir/.hidden.md", "x%20y.md"])
-def test_legit_names_are_accepted(tmp_path: Path, good: str) -> None:
+@pytest.mark.parametrize("exclusive", [False, True])
+def test_legit_names_are_accepted(tmp_path: Path, good: str, exclusive: bool) -> None:
     base = tmp_path / "memdir" / "project"
     base.mkdir(parents=True)
-    joined = safe_join(base, good)
+    joined = safe_join(base, good, exclusive=exclusive)
     assert joined == base / good
     assert str(joined).startswith(str(base) + os.sep)
+
+
+def test_an_exclusive_join_of_a_plain_name_is_the_same_path(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    # A relative, unnormalised base gives the same absolute path either way.
+    (tmp_path / "memdir" / "project").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    base = Path("memdir/./project")
+    assert safe_join(base, "fact_x-2.md", exclusive=True) == safe_join(base, "fact_x-2.md")
+    assert safe_join(base, "fact_x-2.md", exclusive=True).is_absolute()
 
 
 def test_legit_names_reach_the_lookup(md: Memdir) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from memdir import Memdir, placing
+from memdir.files import NewFiles
 from memdir.markdown import parse
 
 
@@ -104,16 +105,16 @@ def test_a_failed_write_takes_back_the_whole_batch(md: Memdir,
     first = md.store("Written before the batch", type="fact")
     folder = md.directory("project").path
     index_before = (folder / "MEMORY.md").read_bytes()
-    real = placing.atomic_write
+    real = NewFiles.create
     calls = []
 
-    def disk_fills_up(path: Path, text: str, **kw: Any) -> os.stat_result:
-        calls.append(path)
+    def disk_fills_up(self: NewFiles, name: str, data: bytes, **kw: Any) -> os.stat_result:
+        calls.append(name)
         if len(calls) == placing.BULK:  # fault injection: the disk fills up mid-batch
-            raise OSError(errno.ENOSPC, "No space left on device", str(path))
-        return real(path, text, **kw)
+            raise OSError(errno.ENOSPC, "No space left on device", name)
+        return real(self, name, data, **kw)
 
-    monkeypatch.setattr(placing, "atomic_write", disk_fills_up)
+    monkeypatch.setattr(NewFiles, "create", disk_fills_up)
     with pytest.raises(OSError, match="No space left"):
         md.store_many([{"content": f"Doomed note {n}", "type": "fact"}
                        for n in range(2 * placing.BULK)])

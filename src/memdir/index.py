@@ -237,12 +237,15 @@ class Index:
         conn.execute("DELETE FROM fts_pending")
 
     def upsert(self, conn: sqlite3.Connection, row: Sequence[Any]) -> None:
-        conn.execute(
+        self.upsert_many(conn, (row,))
+
+    def upsert_many(self, conn: sqlite3.Connection, rows: Iterable[Sequence[Any]]) -> None:
+        conn.executemany(
             f"INSERT INTO memories ({', '.join(MEMORY_COLUMNS)}) "
             f"VALUES ({', '.join('?' * len(MEMORY_COLUMNS))}) "
             "ON CONFLICT (dir, file) DO UPDATE SET "
             + ", ".join(f"{c} = excluded.{c}" for c in MEMORY_COLUMNS[2:]),
-            tuple(row),
+            rows,
         )
 
     def select(self, where: str = "1", params: Sequence[Any] = (), tail: str = "") -> list[Memory]:

@@ -14,10 +14,8 @@ Invariants:
 - Duplicates (same body after normalising case and whitespace) within the batch or already
   in the directory reinforce one memory, whose file is written once with the final count.
 - A batch of ``BULK`` memories or more looks its names, ids and duplicates up with one query
-  each instead of one per memory, and writes its files from ``WRITERS`` threads while the
-  calling thread upserts the rows: creating a file waits in the kernel with the GIL
-  released, for anything from 0.03 to 1 ms on a busy disk, and SQLite releases it too. The
-  files of a batch are flushed by one ``sync()`` at the end, not one ``fsync()`` each.
+  each instead of one per memory, and adds its FTS5 rows in one statement. The files of a
+  batch (of 2 or more) are flushed by one ``sync()`` at the end, not one ``fsync()`` each.
 """
 
 from __future__ import annotations
@@ -31,7 +29,7 @@ from pathlib import Path
 
 from memdir import fingerprint as fp
 from memdir.errors import MemdirError
-from memdir.files import atomic_write, new_id
+from memdir.files import NewFiles, atomic_write, new_id
 from memdir.index import Index, memory_to_row
 from memdir.markdown import render
 from memdir.model import Memory
@@ -47,10 +45,9 @@ from memdir.store import (
     regenerate_index,
 )
 
-__all__ = ["BULK", "WRITERS", "write_new"]
+__all__ = ["BULK", "write_new"]
 
-BULK = 32  # from this many memories on, lookups are per batch and files written by threads
-WRITERS = 4  # threads creating files: enough to keep one waiting while others proceed
+BULK = 32  # from this many memories on, lookups and FTS5 rows are per batch
 _CHUNK = 500  # values per IN (...) list, well under SQLite's limit of bound parameters
 
 
@@ -179,7 +176,8 @@ def _plan(conn: sqlite3.Connection, mdir: MemoryDir, memories: Sequence[Memory],
         file = held.duplicate_of(digest)
         again = None if file is None else _reinforced(mdir, file, memory, digest)
         if again is None:
-            path = safe_join(mdir.path, held.free_name(memory), real_base=real_base)
+            path = safe_join(mdir.path, held.free_name(memory), real_base=real_base,
+                             exclusive=True)
             again = memory.replace(id=held.free_id(memory.id), path=path, scope=mdir.scope)
             created.append(path)
         by_digest[digest] = len(placed)
@@ -188,42 +186,24 @@ def _plan(conn: sqlite3.Connection, mdir: MemoryDir, memories: Sequence[Memory],
     return placed, slots
 
 
-def _upsert(index: Index, conn: sqlite3.Connection, mdir: MemoryDir, placed: _Placed,
-            st: os.stat_result) -> fp.State:
-    index.upsert(conn, memory_to_row(placed.memory, mdir.key, placed.digest,
-                                     st.st_mtime_ns, st.st_size))
-    return st.st_mtime_ns, st.st_size
+def _row(mdir: MemoryDir, placed: _Placed, st: os.stat_result) -> tuple[object, ...]:
+    return memory_to_row(placed.memory, mdir.key, placed.digest, st.st_mtime_ns, st.st_size)
 
 
-def _write(placed: _Placed, new: set[str], written: list[Path], *,
+def _write(folder: NewFiles, placed: _Placed, new: set[str], written: list[Path], *,
            fsync: bool) -> os.stat_result:
     """One file of a transaction: a new one only if its name is still free (else
     :func:`memdir.store.name_taken`); ``written`` collects the new files this call really
     created."""
+    data = render(placed.memory).encode("utf-8")
     if placed.path.name not in new:
-        return atomic_write(placed.path, render(placed.memory), fsync=fsync)
+        return atomic_write(placed.path, data, fsync=fsync)
     try:
-        st = atomic_write(placed.path, render(placed.memory), fsync=fsync, exclusive=True)
+        st = folder.create(placed.path.name, data, fsync=fsync)
     except FileExistsError:
         raise name_taken(placed.path) from None
-    written.append(placed.path)  # list.append is atomic: writer threads share the list
+    written.append(placed.path)
     return st
-
-
-def _write_threaded(index: Index, conn: sqlite3.Connection, mdir: MemoryDir,
-                    placed: Sequence[_Placed], new: set[str],
-                    written: list[Path]) -> list[fp.State]:
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(WRITERS, thread_name_prefix="memdir-write") as pool:
-        futures = [pool.submit(_write, p, new, written, fsync=False) for p in placed]
-        try:
-            return [_upsert(index, conn, mdir, p, future.result())
-                    for p, future in zip(placed, futures, strict=True)]
-        except BaseException:
-            for future in futures:  # the pool's exit waits for the writes already running
-                future.cancel()
-            raise
 
 
 def _states(conn: sqlite3.Connection, mdir: MemoryDir,
@@ -245,17 +225,22 @@ def write_new(index: Index, mdir: MemoryDir, memories: Sequence[Memory]) -> list
     written: list[Path] = []  # the new files this call really created (rollback's list)
     bulk = len(memories) > 1
     try:
-        with index.write() as conn:
+        with index.write() as conn, NewFiles(mdir.path) as folder:
             placed, slots = _plan(conn, mdir, memories, created)
             new = {path.name for path in created}
             rewritten = [p.path.name for p in placed if p.path.name not in new]
             before = _states(conn, mdir, rewritten)
+            # Every file is complete on disk before its row is written. (Writing them from
+            # threads does not pay: on ext4 creating files in one directory is serialised,
+            # and a thread back from the kernel waits for the GIL up to 5 ms.)
+            stats = [_write(folder, p, new, written, fsync=not bulk) for p in placed]
+            rows = [_row(mdir, p, st) for p, st in zip(placed, stats, strict=True)]
             if len(placed) >= BULK:
                 with index.deferred_fts(conn, len(new)):
-                    after = _write_threaded(index, conn, mdir, placed, new, written)
+                    index.upsert_many(conn, rows)
             else:
-                after = [_upsert(index, conn, mdir, p, _write(p, new, written, fsync=not bulk))
-                         for p in placed]
+                index.upsert_many(conn, rows)
+            after = [(st.st_mtime_ns, st.st_size) for st in stats]
             if bulk:
                 os.sync()  # one flush for the whole batch instead of one fsync() per file
             regenerate_index(conn, mdir)
