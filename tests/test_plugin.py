@@ -102,8 +102,12 @@ def test_two_sessions_end_to_end(tmp_path: Path, home: Path, repo: Path) -> None
     assert "pnpm over npm" in start2.stdout, start2.stdout
     assert "Vite for the dashboard" in start2.stdout, start2.stdout
     assert "First session" not in start2.stdout
-    # A prompt about the build recalls the Vite correction, and only once per session.
+    # The context showed the Vite correction: a prompt of that session does not repeat it.
     prompt = {**base2, "prompt": "Which bundler does the dashboard use for its build?"}
+    shown = _run(hooks["UserPromptSubmit"], prompt, home, repo)
+    assert shown.returncode == 0 and "Vite" not in shown.stdout
+    # In a session without that context, the prompt recalls it, and only once.
+    prompt = {**prompt, "session_id": "s3"}
     first = _run(hooks["UserPromptSubmit"], prompt, home, repo)
     assert first.returncode == 0 and "Vite" in first.stdout
     assert first.stdout.count("<system-reminder>") >= 1

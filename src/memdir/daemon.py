@@ -8,14 +8,18 @@ extra is installed and ``MEMDIR_DAEMON`` is not ``0``). The daemon exits after
 
 Protocol: one JSON object per line each way.
 ``{"op": "ping"}`` -> ``{"ok": true, "pid": ...}``;
-``{"op": "recall", "project": PATH, "prompt": TEXT, "session_id": ID, "limit": N}`` ->
-``{"ok": true, "text": ..., "method": ..., "ids": [...]}``; errors -> ``{"ok": false,
-"error": message, "hint": hint}``. A request may name its ``"home"``: a daemon serving
-another one refuses it.
+``{"op": "candidates", "project": PATH, "prompt": TEXT, "session_id": ID, "limit": N}`` ->
+``{"ok": true, "method": ..., "limit": N, "session_bytes": N, "skipped": null or why,
+"candidates": [[dir, id], ...]}``, best first; errors -> ``{"ok": false, "error": message,
+"hint": hint}``. A request may name its ``"home"``: a daemon serving another one refuses it.
 
 Invariants:
 - One daemon per home: the socket is bound exclusively; a socket file nobody answers on is
   stale and is replaced.
+- The daemon selects and claims nothing: the hook claims what it injects
+  (:func:`memdir.recall.deliver`), in the index's session state under the write lock. A
+  hook that stopped waiting (``DAEMON_WAIT``) and recalled by itself is not contradicted by
+  an answer the daemon computes later.
 - Requests are served one at a time (each is a few milliseconds of SQLite and one small
   model call), so one ``Memdir`` per project is never used from two threads.
 - The socket is only reachable by the user (0600 in a 0700 directory).
@@ -215,20 +219,26 @@ def _handle(request: Any, home: Path, stores: dict[str, Memdir]) -> dict[str, An
                 "hint": "it exits when idle; recall runs in the hook meanwhile"}
     if request.get("op") == "ping":
         return {"ok": True, "pid": os.getpid()}
-    if request.get("op") != "recall":
+    if request.get("op") != "candidates":
         return {"ok": False, "error": f"unknown op {request.get('op')!r}",
-                "hint": "use ping or recall"}
+                "hint": "use ping or candidates"}
     project = str(request.get("project") or "")
+    limit = request.get("limit") or 5
+    if not isinstance(limit, int):
+        return {"ok": False, "error": f"limit must be a number, not {limit!r}",
+                "hint": "send an integer limit from 1 to 5, or none"}
     try:
         md = stores.get(project)
         if md is None:
             md = stores[project] = Memdir(home=home, project=project or None, semantic=True)
-        result = md.recall(str(request.get("prompt") or ""), str(request.get("session_id")),
-                           limit=int(request.get("limit") or 5))
+        chosen = md.recall_candidates(str(request.get("prompt") or ""),
+                                      str(request.get("session_id")),
+                                      limit=limit)
     except MemdirError as exc:
         return {"ok": False, "error": exc.message, "hint": exc.hint}
-    return {"ok": True, "text": result.text, "method": result.method,
-            "ids": [m.id for m in result.memories]}
+    return {"ok": True, "method": chosen.method, "limit": chosen.limit,
+            "session_bytes": chosen.session_bytes, "skipped": chosen.skipped,
+            "candidates": [[str(m.path.parent), m.id] for m in chosen.memories if m.path]}
 
 
 def _same_dir(a: str, b: Path) -> bool:

@@ -5,8 +5,11 @@ Events (Claude Code's names in brackets; Codex sends the same shape):
   memories yet), at most ``MAX_START_CHARS`` characters, plain text or, with ``--format
   json``, ``{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext":
   ...}}``. Its matcher covers startup, resume, clear and compact, so memory returns after a
-  compaction.
-- ``prompt`` [UserPromptSubmit]: per-prompt recall for the session id.
+  compaction. The memories it shows in full count as surfaced for the session id, so the
+  session's prompts do not recall them again.
+- ``prompt`` [UserPromptSubmit]: per-prompt recall for the session id. The warm daemon (if
+  it answers within ``DAEMON_WAIT``) selects, the hook claims what it injects; else the hook
+  selects and claims by itself.
 - ``stop`` [Stop] and ``pre-compact`` [PreCompact]: extraction from ``transcript_path`` (plus
   ``last_assistant_message`` when given); nothing when ``stop_hook_active`` is true. With an
   LLM configured the extraction is detached into a background process (the model may take
@@ -121,9 +124,18 @@ def _output(text: str, fmt: str, event_name: str) -> str:
 
 
 def _session_start(data: Mapping[str, Any], fmt: str) -> str:
+    session = _text(data, "session_id")
     with _memdir(data) as md:
-        text: str = md.context(budget_tokens=START_BUDGET_TOKENS, format="prompt").text
-    return _output(text[:MAX_START_CHARS], fmt, "SessionStart")
+        context = md.context(budget_tokens=START_BUDGET_TOKENS, format="prompt")
+        text: str = context.text[:MAX_START_CHARS]
+        if session:  # shown in full here: the session's prompts need not recall them again
+            from memdir.recall import mark_surfaced
+
+            shown = " ".join(text.split())
+            mark_surfaced(md.index, session, [m for m in context.memories
+                                              if " ".join(m.body.split()) in shown],
+                          md._clock())
+    return _output(text, fmt, "SessionStart")
 
 
 def _prompt(data: Mapping[str, Any], fmt: str) -> str:
@@ -133,16 +145,41 @@ def _prompt(data: Mapping[str, Any], fmt: str) -> str:
     from memdir import daemon
 
     home = _home()
-    request = {"op": "recall", "project": _project(data), "prompt": prompt,
+    request = {"op": "candidates", "project": _project(data), "prompt": prompt,
                "session_id": session}
     answer = daemon.ask(home, request, timeout=DAEMON_WAIT)
-    if answer is not None and answer.get("ok") and isinstance(answer.get("text"), str):
-        text: str = answer["text"]  # semantic recall from the warm daemon
-    else:
+    text = _deliver(home, session, answer) if answer is not None else None
+    if text is None:  # no daemon, too slow, or an answer of another shape: recall here
         with _memdir(data) as md:
             text = md.recall(prompt, session).text
         daemon.start_daemon(home)  # warm for the next prompt (when the extra is installed)
     return _output(text, fmt, "UserPromptSubmit")
+
+
+def _deliver(home: Path, session: str, answer: Mapping[str, Any]) -> str | None:
+    """The text of the daemon's candidates, claimed for the session by this process: the
+    daemon claims nothing, so only what this hook injects counts as surfaced. None when the
+    answer is not a usable one."""
+    from memdir.recall import MAX_RECALL
+
+    places, limit = answer.get("candidates"), answer.get("limit")
+    if not answer.get("ok") or not isinstance(places, list) or not all(
+            isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
+            for p in places) or not isinstance(limit, int) or not 1 <= limit <= MAX_RECALL:
+        return None
+    from memdir.index import Index
+    from memdir.model import now
+    from memdir.recall import Candidates, deliver, lookup
+
+    skipped = answer.get("skipped")
+    index = Index(home / "index.sqlite")
+    try:
+        chosen = Candidates(session, tuple(lookup(index, [(d, i) for d, i in places])),
+                            str(answer.get("method") or "search"), limit,
+                            skipped=skipped if isinstance(skipped, str) else None)
+        return deliver(index, chosen, now()).text
+    finally:
+        index.close()
 
 
 def _messages(data: Mapping[str, Any]) -> Any:

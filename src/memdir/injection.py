@@ -17,7 +17,7 @@ from memdir.model import Scope
 if TYPE_CHECKING:
     from memdir.context_format import Context
     from memdir.memdir import Memdir
-    from memdir.recall import Recall
+    from memdir.recall import Candidates, Recall
 
 __all__ = ["Injection"]
 
@@ -68,13 +68,26 @@ class Injection:
         """Up to ``limit`` (max 5) memories for one user prompt, none already surfaced in this
         session. With an LLM configured, it picks from a manifest (seed 001's side query);
         otherwise, or when it fails, ranked search does."""
-        from memdir.recall import recall
+        from memdir.recall import deliver
+
+        chosen = self.recall_candidates(prompt, session_id, limit=limit, use_llm=use_llm,
+                                        paths=paths)
+        md = self._injection_md()
+        return deliver(md.index, chosen, md._clock())
+
+    def recall_candidates(self, prompt: str, session_id: str, *, limit: int = 5,
+                          use_llm: bool = True,
+                          paths: Sequence[str] | None = None) -> Candidates:
+        """What :meth:`recall` selects for a prompt, claimed for nobody yet: the warm daemon
+        answers with these, and the hook claims (:func:`memdir.recall.deliver`) only what it
+        injects."""
+        from memdir.recall import select
 
         md = self._injection_md()
         prompt, session_id = scrub(prompt), scrub(session_id)
         md._sync()
         search = (lambda text, n: md.search(text, limit=n, touch=False)) \
             if md.semantic else None
-        return recall(md.index, md._dirs(), prompt, session_id, at=md._clock(),
+        return select(md.index, md._dirs(), prompt, session_id, at=md._clock(),
                       limit=limit, llm=md.llm if use_llm else None, paths=paths,
                       search=search)

@@ -18,6 +18,11 @@ Invariants:
   hook processes of one session share it. A memory is claimed for a session with an
   ``INSERT OR IGNORE`` inside the write transaction that also adds its bytes: two processes
   racing on one prompt can never both surface the same memory or overrun the session cap.
+- Selecting (:func:`select`) claims nothing; only delivering (:func:`deliver`) does, in the
+  process that hands the text to the agent. The warm daemon selects, the hook delivers: a
+  hook that stopped waiting for the daemon has claimed only what it injected itself.
+- Session-start context marks the memories it showed in full as surfaced
+  (:func:`mark_surfaced`), so the session's first prompt does not repeat them.
 """
 
 from __future__ import annotations
@@ -41,14 +46,19 @@ __all__ = [
     "MAX_MEMORY_BYTES",
     "MAX_RECALL",
     "MAX_SESSION_BYTES",
+    "Candidates",
     "Recall",
     "Recalled",
     "check_request",
     "claim_in_order",
     "cut_body",
+    "deliver",
     "freshness_warning",
+    "lookup",
+    "mark_surfaced",
     "memory_age",
     "recall",
+    "select",
 ]
 
 MAX_RECALL = 5
@@ -300,25 +310,79 @@ def check_request(prompt: str, session_id: str, limit: int) -> tuple[int, Recall
     return min(limit, MAX_RECALL), None
 
 
-def recall(index: Index, dirs: Sequence[MemoryDir], prompt: str, session_id: str, *,
+@dataclass(frozen=True)
+class Candidates:
+    """The memories selected for one prompt, best first, not claimed yet (:func:`deliver`
+    claims them). ``skipped`` says why nothing was looked up."""
+
+    session_id: str
+    memories: tuple[Memory, ...] = ()
+    method: str = "search"
+    limit: int = MAX_RECALL
+    session_bytes: int = 0
+    skipped: str | None = None
+
+
+def select(index: Index, dirs: Sequence[MemoryDir], prompt: str, session_id: str, *,
            at: datetime, limit: int = MAX_RECALL, llm: LLM | None = None,
-           paths: Sequence[str] | None = None, search: Search | None = None) -> Recall:
-    """Select, claim and return the memories for one prompt (see the module docstring)."""
+           paths: Sequence[str] | None = None, search: Search | None = None) -> Candidates:
+    """Select the memories for one prompt, none surfaced in this session yet; reads only."""
     limit, answer = check_request(prompt, session_id, limit)
     if answer is not None:
-        return answer
+        return Candidates(session_id, skipped=answer.skipped)
     conn = index.conn
     used, surfaced = _session(conn, session_id)
     if used >= MAX_SESSION_BYTES:
-        return Recall(session_id, session_bytes=used, skipped="session recall budget spent")
+        return Candidates(session_id, session_bytes=used, skipped="session recall budget spent")
     method, chosen = "search", None
     if llm is not None and llm.available:
         chosen = _by_llm(index, llm, dirs, prompt, surfaced, limit, at)
         method = "llm" if chosen is not None else "search"
     if chosen is None:
         chosen = _by_search(conn, dirs, prompt, surfaced, limit, paths, at, search)
-    if not chosen:
-        return Recall(session_id, method=method, session_bytes=used)
-    items, used = _claim(index, session_id, chosen, at, limit)
+    return Candidates(session_id, tuple(chosen), method, limit, used)
+
+
+def deliver(index: Index, chosen: Candidates, at: datetime) -> Recall:
+    """Claim the selected memories for the session (those another process claimed first are
+    passed over) and return them as injected; each counts as an access."""
+    if chosen.skipped is not None or not chosen.memories:
+        return Recall(chosen.session_id, method=chosen.method,
+                      session_bytes=chosen.session_bytes, skipped=chosen.skipped)
+    items, used = _claim(index, chosen.session_id, chosen.memories, at, chosen.limit)
     index.touch(item.memory for item in items)
-    return Recall(session_id, tuple(items), method, used)
+    return Recall(chosen.session_id, tuple(items), chosen.method, used)
+
+
+def recall(index: Index, dirs: Sequence[MemoryDir], prompt: str, session_id: str, *,
+           at: datetime, limit: int = MAX_RECALL, llm: LLM | None = None,
+           paths: Sequence[str] | None = None, search: Search | None = None) -> Recall:
+    """Select, claim and return the memories for one prompt (see the module docstring)."""
+    return deliver(index, select(index, dirs, prompt, session_id, at=at, limit=limit, llm=llm,
+                                 paths=paths, search=search), at)
+
+
+def lookup(index: Index, where: Sequence[tuple[str, str]]) -> list[Memory]:
+    """The active memories at these (directory, id) places, in that order; places that hold
+    none any more (deleted or archived meanwhile) are left out."""
+    found: list[Memory] = []
+    for directory, memory_id in where:
+        found.extend(index.select("m.dir = ? AND m.id = ? AND m.status = 'active'",
+                                  (directory, memory_id), "LIMIT 1"))
+    return found
+
+
+def mark_surfaced(index: Index, session_id: str, memories: Sequence[Memory],
+                  at: datetime) -> bool:
+    """Record memories shown to a session some other way (session-start context) as
+    surfaced, so recall does not show them again; their bytes do not count against the
+    session's recall budget. Never raises: False (warned) when the index stayed locked."""
+    places = [_where(m) for m in memories if m.path is not None]
+    if not places or not session_id:
+        return True
+    stamp = format_time(at)
+    return index.try_write(
+        "INSERT OR IGNORE INTO recall_surfaced (session_id, dir, id, surfaced) "
+        "VALUES (?, ?, ?, ?)", [(session_id, d, i, stamp) for d, i in places],
+        "memories of the session-start context not marked as surfaced (recall may repeat "
+        "them)")
