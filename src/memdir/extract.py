@@ -15,7 +15,11 @@ Invariants:
   ``memdir store``, an MCP memory tool) are not extracted again (seed 004).
 - A session is extracted once per message: a cursor per session id (in the index) records
   the last message considered, so a Stop hook running after every turn does not reinforce
-  the same memory over and over. ``dry_run`` reads the cursor and never moves it.
+  the same memory over and over. The cursor is read and moved past the transcript's last
+  message in one write transaction before anything is extracted: of processes extracting
+  one transcript at once (Stop and PreCompact hooks), only one gets a given message. A
+  process that fails after claiming loses its messages rather than have two store them.
+  ``dry_run`` reads the cursor and never moves it.
 """
 
 from __future__ import annotations
@@ -264,12 +268,20 @@ def _cursor(md: Memdir, session_id: str) -> int:
     return int(row[0]) if row else -1
 
 
-def _save_cursor(md: Memdir, session_id: str, index: int, at: datetime) -> None:
-    md.index.try_write(
-        "INSERT INTO extract_cursor (session_id, message_index, updated) VALUES (?, ?, ?) "
-        "ON CONFLICT (session_id) DO UPDATE SET message_index = max(message_index, "
-        "excluded.message_index), updated = excluded.updated",
-        [(session_id, index, format_time(at))], "extraction cursor not saved")
+def _claim_cursor(md: Memdir, session_id: str, last: int, at: datetime) -> int:
+    """The session's cursor, moved to ``last`` in the same write transaction: the messages
+    after the cursor up to ``last`` are this process's to extract, and no other's."""
+    with md.index.write() as conn:
+        row = conn.execute("SELECT message_index FROM extract_cursor WHERE session_id = ?",
+                           (session_id,)).fetchone()
+        cursor = int(row[0]) if row else -1
+        if last > cursor:
+            conn.execute(
+                "INSERT INTO extract_cursor (session_id, message_index, updated) "
+                "VALUES (?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET "
+                "message_index = excluded.message_index, updated = excluded.updated",
+                (session_id, last, format_time(at)))
+    return cursor
 
 
 def _exists(md: Memdir, scope: Scope, body: str) -> bool:
@@ -308,7 +320,10 @@ def extract(md: Memdir, transcript: Transcript, *, llm: LLM | None, dry_run: boo
             scope: Scope, session_id: str) -> ExtractReport:
     at = md._clock()
     memory_dirs = [str(d.path) for d in md._dirs()]
-    start, wrote = _window_start(transcript, _cursor(md, session_id), memory_dirs)
+    last = max((m.index for m in transcript.messages), default=-1)
+    claim = not dry_run and session_id and transcript.messages
+    cursor = _claim_cursor(md, session_id, last, at) if claim else _cursor(md, session_id)
+    start, wrote = _window_start(transcript, cursor, memory_dirs)
     fresh = [m for m in transcript.messages if m.index >= start]
     taxonomy = md.directory(scope).taxonomy
     window = dataclasses.replace(transcript, messages=tuple(fresh)).tail(20, 8000)
@@ -330,8 +345,6 @@ def extract(md: Memdir, transcript: Transcript, *, llm: LLM | None, dry_run: boo
             continue
         seen.add(key)
         items.append(_apply(md, raw, scope=scope, dry_run=dry_run, session_id=session_id))
-    if not dry_run and session_id and transcript.messages:
-        _save_cursor(md, session_id, transcript.messages[-1].index, at)
     return ExtractReport(method, tuple(items), len(fresh), session_id, dry_run, wrote)
 
 
