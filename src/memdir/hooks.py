@@ -321,18 +321,24 @@ def run_hook(event: str, stdin: TextIO | str, fmt: str = "text") -> int:
 
 
 def hook_main(argv: list[str]) -> int:
-    """``memdir hook EVENT [--format text|json]`` without argparse: a hook must exit 0 even
-    on arguments it does not understand, and start as fast as possible."""
+    """``memdir hook [--home DIR] [--format text|json] EVENT`` (options anywhere) without
+    argparse: a hook must exit 0 even on arguments it does not understand, and start as fast
+    as possible."""
     try:
-        words = [a for a in argv if not a.startswith("-")]
-        fmt = "json" if "--format=json" in argv or (
-            "--format" in argv and argv[argv.index("--format") + 1:][:1] == ["json"]) else "text"
-        event = next((w for w in words if w != "json"), "")
-        if "--home" in argv:
-            home = argv[argv.index("--home") + 1:][:1]
-            if home:
-                os.environ["MEMDIR_HOME"] = home[0]
-        return run_hook(event, sys.stdin, fmt)
+        options: dict[str, str] = {}
+        words: list[str] = []
+        rest = list(argv)
+        while rest:
+            word = rest.pop(0)
+            name, eq, value = word.partition("=")
+            if name in ("--home", "--format"):
+                options[name] = value if eq else (rest.pop(0) if rest else "")
+            elif not word.startswith("-"):
+                words.append(word)
+        if options.get("--home"):
+            os.environ["MEMDIR_HOME"] = options["--home"]
+        fmt = "json" if options.get("--format") == "json" else "text"
+        return run_hook(words[0] if words else "", sys.stdin, fmt)
     except BaseException as exc:  # the agent must never see memdir fail
         _log("hook", f"{exc.__class__.__name__}: {exc}")
         return 0

@@ -11,10 +11,15 @@ Invariants:
   :mod:`memdir.codex_toml`); reading, backups and writing are :mod:`memdir.hooks_install`'s.
 - Every hook runs the interpreter memdir is installed in, by absolute path:
   ``<python> -m memdir hook <action>``, so a hook works whatever the agent's PATH is.
-- An entry is memdir's when its command, split the way a shell splits it (after optional
-  ``env`` and ``NAME=value`` words), is ``<program> -m memdir hook <action>`` or
-  ``<dir>/memdir hook <action>``. Nothing else is ever touched, so a moved virtualenv or a
-  renamed action is still recognised, and a user's own hooks never are.
+- An entry is memdir's when its command, split the way a shell splits it, is
+  ``<program> -m memdir hook <action>`` or ``<dir>/memdir hook <action>``, possibly
+  customised: after ``env`` (and its options) and ``NAME=value`` words, with interpreter
+  options before ``-m``, with ``hook`` options (``--home DIR``, ``--format json``) around
+  the action. Nothing else is ever touched, so a moved virtualenv or a renamed action is
+  still recognised, and a user's own hooks never are (a compound command is the user's).
+- ``install`` rewrites only memdir's entries as memdir writes them (the plain form above);
+  a customised one is the user's choice and stays as it is, and an event that has one gets
+  no second memdir entry. ``uninstall`` removes both kinds.
 - memdir adds its hooks as matcher groups of their own at the end of each event's list (Codex
   keys its trust of a hook by position, so existing hooks keep theirs); it owns the MCP
   server named ``memdir`` and, in TOML, the ``[mcp_servers.memdir]`` table and its sub-tables.
@@ -42,6 +47,7 @@ __all__ = [
     "bad_shape",
     "hook_action",
     "hook_command",
+    "hook_current",
     "hook_entry",
     "hook_group",
     "mcp_server",
@@ -96,29 +102,84 @@ def hook_group(spec: HookSpec, python: str) -> dict[str, object]:
 
 
 _ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=.*", re.DOTALL)
+_VALUED = {"env": ("-u", "--unset", "-C", "--chdir", "-S", "--split-string"),
+           "python": ("-X", "-W", "-c"), "hook": ("--home", "--format")}
 
 
-def hook_action(entry: object) -> str | None:
-    """The memdir action a hook entry runs, or None when the entry is not memdir's."""
-    if not isinstance(entry, dict) or entry.get("type", "command") != "command":
-        return None
-    command = entry.get("command")
-    if not isinstance(command, str):
-        return None
+def _skip_options(words: list[str], valued: tuple[str, ...]) -> list[str] | None:
+    """``words`` after the leading options (and the values of those in ``valued``); None when
+    an option's value is missing."""
+    while words and words[0].startswith("-") and words[0] != "-m":
+        if words[0] not in valued:
+            words = words[1:]
+        elif len(words) < 2:
+            return None
+        else:
+            words = words[2:]
+    return words
+
+
+def _parse_command(command: str) -> tuple[str, bool] | None:
+    """(action, customised) for a memdir hook command; None for anything else."""
     try:
         words = shlex.split(command)
     except ValueError:
         return None
+    plain = True
     if words[:1] == ["env"]:
-        words = words[1:]
+        plain = False
+        rest = _skip_options(words[1:], _VALUED["env"])
+        if rest is None:
+            return None
+        words = rest
     while words and _ASSIGNMENT.fullmatch(words[0]):
-        words = words[1:]
-    if len(words) == 5 and words[1:4] == ["-m", "memdir", "hook"]:
-        return words[4]
-    program = re.split(r"[/\\]", words[0])[-1] if words else ""
-    if len(words) == 3 and program in ("memdir", "memdir.exe") and words[1] == "hook":
-        return words[2]
-    return None
+        plain, words = False, words[1:]
+    if not words:
+        return None
+    program = re.split(r"[/\\]", words[0])[-1]
+    if program in ("memdir", "memdir.exe"):
+        after = words[1:]
+    else:
+        after = _skip_options(words[1:], _VALUED["python"]) or []
+        plain = plain and len(after) == len(words) - 1
+        if after[:2] != ["-m", "memdir"]:
+            return None
+        after = after[2:]
+    if after[:1] != ["hook"]:
+        return None
+    positional: list[str] = []
+    args = after[1:]
+    while args:
+        rest = _skip_options(args, _VALUED["hook"])
+        if rest is None:
+            return None
+        plain = plain and len(rest) == len(args)
+        if rest:
+            positional.append(rest[0])
+            rest = rest[1:]
+        args = rest
+    if len(positional) != 1:
+        return None
+    return positional[0], not plain
+
+
+def _parsed(entry: object) -> tuple[str, bool] | None:
+    if not isinstance(entry, dict) or entry.get("type", "command") != "command":
+        return None
+    command = entry.get("command")
+    return _parse_command(command) if isinstance(command, str) else None
+
+
+def hook_action(entry: object) -> str | None:
+    """The memdir action a hook entry runs, or None when the entry is not memdir's."""
+    parsed = _parsed(entry)
+    return parsed[0] if parsed else None
+
+
+def _customised(entry: object) -> bool:
+    """A memdir entry the user changed beyond what install writes: install leaves it."""
+    parsed = _parsed(entry)
+    return parsed is not None and parsed[1]
 
 
 def mcp_server(python: str) -> dict[str, object]:
@@ -163,12 +224,45 @@ def memdir_entries(groups: list[Any]) -> list[dict[str, Any]]:
     return [groups[gi]["hooks"][hi] for gi, hi in _positions(groups)]
 
 
-def add_hooks(data: dict[str, Any], python: str, path: Path) -> list[str]:
+def _add_hook(groups: list[Any], spec: HookSpec, python: str, kept: list[str]) -> str | None:
+    """Put memdir's hook for one event in its list of matcher groups; what changed, if
+    anything. Customised memdir entries stay as they are (listed in ``kept``)."""
+    found = _positions(groups)
+    custom = [(gi, hi) for gi, hi in found if _customised(groups[gi]["hooks"][hi])]
+    plain = [p for p in found if p not in custom]
+    kept.extend(f"{spec.event}: {groups[gi]['hooks'][hi]['command']}" for gi, hi in custom)
+    if not plain:
+        if custom:
+            return None
+        groups.append(hook_group(spec, python))
+        return f"added {spec.event} hook"
+    was = copy.deepcopy(groups)
+    for gi, hi in reversed(plain[1:]):
+        del groups[gi]["hooks"][hi]
+        if not groups[gi]["hooks"]:
+            del groups[gi]
+    gi, hi = plain[0]
+    if len(groups[gi]["hooks"]) == 1:
+        groups[gi] = hook_group(spec, python)
+    else:
+        groups[gi]["hooks"][hi] = hook_entry(spec, python)
+    return f"updated {spec.event} hook" if groups != was else None
+
+
+def hook_current(groups: list[Any], spec: HookSpec, python: str) -> bool:
+    """True if install would leave this event's list as it is."""
+    return _add_hook(copy.deepcopy(groups), spec, python, []) is None
+
+
+def add_hooks(data: dict[str, Any], python: str, path: Path,
+              kept: list[str] | None = None) -> list[str]:
     """Put memdir's hook for each event in ``data`` (a settings object), changed in place.
 
     An event without a memdir entry gets a matcher group of its own at the end of its list; a
-    memdir entry that differs (another interpreter, another timeout) is rewritten where it is,
-    and any further memdir entries of that event are removed."""
+    memdir entry as install writes it that differs (another interpreter, another timeout) is
+    rewritten where it is, and any further such entries of that event are removed. A
+    customised memdir entry is left as it is, and its event gets no other: each is listed in
+    ``kept`` ("Event: command")."""
     hooks = _hooks_object(data, path, create=True)
     assert hooks is not None
     changes = []
@@ -177,30 +271,17 @@ def add_hooks(data: dict[str, Any], python: str, path: Path) -> list[str]:
         if not isinstance(groups, list):
             raise bad_shape(path, f'"hooks.{spec.event}" is not a list',
                              f'make "hooks.{spec.event}" a list of matcher groups')
-        found = _positions(groups)
-        if not found:
-            groups.append(hook_group(spec, python))
-            changes.append(f"added {spec.event} hook")
-            continue
-        was = copy.deepcopy(groups)
-        for gi, hi in reversed(found[1:]):
-            del groups[gi]["hooks"][hi]
-            if not groups[gi]["hooks"]:
-                del groups[gi]
-        gi, hi = found[0]
-        if len(groups[gi]["hooks"]) == 1:
-            groups[gi] = hook_group(spec, python)
-        else:
-            groups[gi]["hooks"][hi] = hook_entry(spec, python)
-        if groups != was:
-            changes.append(f"updated {spec.event} hook")
+        change = _add_hook(groups, spec, python, [] if kept is None else kept)
+        if change:
+            changes.append(change)
     return changes
 
 
-def remove_hooks(data: dict[str, Any], before: dict[str, Any] | None, path: Path) -> list[str]:
-    """Remove every memdir hook entry; then the matcher groups that held only memdir entries,
-    and event lists or ``"hooks"`` left empty, unless ``before`` (the file before memdir) had
-    them."""
+def remove_hooks(data: dict[str, Any], before: dict[str, Any] | None, path: Path,
+                 customised: list[str] | None = None) -> list[str]:
+    """Remove every memdir hook entry, customised ones too (each listed in ``customised``);
+    then the matcher groups that held only memdir entries, and event lists or ``"hooks"``
+    left empty, unless ``before`` (the file before memdir) had them."""
     hooks = _hooks_object(data, path, create=False)
     if not hooks:
         return []
@@ -213,6 +294,9 @@ def remove_hooks(data: dict[str, Any], before: dict[str, Any] | None, path: Path
         for group in groups:
             if isinstance(group, dict) and isinstance(group.get("hooks"), list):
                 entries = [e for e in group["hooks"] if hook_action(e) is None]
+                if customised is not None:
+                    customised.extend(f"{event}: {e['command']}" for e in group["hooks"]
+                                      if _customised(e))
                 if group["hooks"] and not entries:
                     continue
                 group["hooks"] = entries

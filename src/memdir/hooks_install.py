@@ -19,12 +19,19 @@ Invariants:
   is not an object, a ``"hooks"`` or ``"mcpServers"`` that is not an object, an event that is
   not a list) is refused with a :class:`ConfigError` naming the file and the problem, and
   nothing is written anywhere: every file's edit is planned before the first write.
+- Numbers keep the text they were written with (:mod:`memdir.settings_json`): ``1e400``
+  is not written back as ``Infinity``, nor ``1.50`` as ``1.5``.
+- A memdir hook the user customised (an ``env`` prefix, ``--home``...) is left as it is,
+  and the report's notes say so (:func:`memdir.hooks_agents.add_hooks`).
 - Before memdir's first change to a file, its bytes are kept next to it as
-  ``<name>.memdir-backup`` (empty when memdir creates the file), once: never overwritten. The
-  backup is how uninstall knows what was there before memdir: an event list, ``"hooks"`` or
-  ``"mcpServers"`` emptied by the removal is deleted unless the backup had it; a result equal
-  to the backup's content gets the backup's very bytes; a file memdir created that is left
-  empty is deleted, with its empty backup. Directories memdir created stay.
+  ``<name>.memdir-backup`` (empty when memdir creates the file), once: never overwritten. A
+  file that existed empty (0 bytes) also gets an empty ``<name>.memdir-backup-existed``, so
+  that its empty backup is not read as "memdir created it". The backup is how uninstall
+  knows what was there before memdir: an event list, ``"hooks"`` or ``"mcpServers"``
+  emptied by the removal is deleted unless the backup had it; a result equal to the
+  backup's content gets the backup's very bytes; a file memdir created that is left empty
+  is deleted, with its empty backup; a file that existed empty is left empty. Directories
+  memdir created stay.
 - Writes go through :func:`memdir.files.atomic_write`, into a symlink's target, keeping an
   existing file's permission bits; a file that changed while memdir planned is planned again.
 """
@@ -32,7 +39,6 @@ Invariants:
 from __future__ import annotations
 
 import copy
-import json
 import os
 import sys
 import tomllib
@@ -50,15 +56,17 @@ from memdir.hooks_agents import (
     MCP_NAME,
     add_hooks,
     add_server,
-    hook_entry,
+    hook_current,
     memdir_entries,
     remove_hooks,
     remove_server,
 )
+from memdir.settings_json import dumps, loads
 
 __all__ = [
     "AGENTS",
     "BACKUP_SUFFIX",
+    "EXISTED_SUFFIX",
     "SCOPES",
     "FileChange",
     "HookState",
@@ -74,9 +82,11 @@ __all__ = [
 AGENTS = ("claude-code", "codex")
 SCOPES = ("user", "project")
 BACKUP_SUFFIX = ".memdir-backup"
+EXISTED_SUFFIX = ".memdir-backup-existed"  # beside an empty backup: the file existed, empty
 
-# (text or None when missing, backup text or None) -> (new text or None to delete, changes)
-Edit = Callable[[str | None, str | None], tuple[str | None, list[str]]]
+# (text or None when missing, backup text or None, created: memdir made the file)
+#   -> (new text or None to delete, changes)
+Edit = Callable[[str | None, str | None, bool], tuple[str | None, list[str]]]
 
 
 def _plain(value: Any) -> Any:
@@ -177,40 +187,25 @@ def _read(path: Path) -> str | None:
                           f"check that {path} is a readable UTF-8 text file") from None
 
 
-def _parse_json(path: Path, text: str | None) -> dict[str, Any]:
-    """A settings file's object; ``{}`` for a missing or blank file."""
-    if text is None or not text.strip():
-        return {}
-    fix = f"fix {path} (or move it away) and run the command again; memdir changed nothing"
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}, column "
-                          f"{exc.colno}", fix) from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path} does not hold a JSON object ({{...}}) at its top level", fix)
-    return data
-
-
 def _json_edit(path: Path, transform: Callable[[dict[str, Any], dict[str, Any] | None],
                                                list[str]]) -> Edit:
     """Apply ``transform(data, data_before_memdir)`` to a JSON file's object."""
 
-    def edit(old: str | None, saved: str | None) -> tuple[str | None, list[str]]:
-        data = _parse_json(path, old)
+    def edit(old: str | None, saved: str | None, created: bool) -> tuple[str | None, list[str]]:
+        data = loads(path, old)
         try:
-            before = _parse_json(path, saved) if saved is not None else None
+            before = loads(path, saved) if saved is not None else None
         except ConfigError:
             before = None
         new = copy.deepcopy(data)
         changes = transform(new, before)
         if new == data:
             return old, []
-        if saved is not None and not saved.strip() and not new:
+        if created and not new:
             return None, changes  # memdir created the file
         if before is not None and new == before:
             return saved, changes
-        return json.dumps(new, indent=2, ensure_ascii=False) + "\n", changes
+        return dumps(new) + "\n", changes
 
     return edit
 
@@ -225,12 +220,12 @@ def _same_toml(a: str, b: str) -> bool:
 def _toml_edit(path: Path, python: str | None) -> Edit:
     """Put (``python`` given) or drop memdir's table in a Codex ``config.toml``."""
 
-    def edit(old: str | None, saved: str | None) -> tuple[str | None, list[str]]:
+    def edit(old: str | None, saved: str | None, created: bool) -> tuple[str | None, list[str]]:
         text = old or ""
         new, changes = toml_put(path, text, python) if python else toml_drop(path, text)
         if not changes:
             return old, []
-        if saved is not None and not saved.strip() and not new.strip():
+        if created and not new.strip():
             return None, changes
         if python is None and saved is not None and _same_toml(saved, new):
             return saved, changes
@@ -259,7 +254,9 @@ def _plan(path: Path, edit: Edit) -> _Plan:
     real = path.resolve() if path.is_symlink() else path
     saved = _read(real.with_name(real.name + BACKUP_SUFFIX))
     old = _read(real)
-    new, changes = edit(old, saved)
+    # An empty backup says memdir created the file, unless the file was there, empty.
+    created = saved == "" and not real.with_name(real.name + EXISTED_SUFFIX).exists()
+    new, changes = edit(old, saved, created)
     return _Plan(path, real, old, saved, new, tuple(changes))
 
 
@@ -277,6 +274,8 @@ def _commit(plan: _Plan, edit: Edit) -> FileChange:
     mode = plan.real.stat().st_mode & 0o7777 if plan.old is not None else None
     plan.real.parent.mkdir(parents=True, exist_ok=True)
     if plan.saved is None:
+        if plan.old == "":
+            atomic_write(backup.with_name(plan.real.name + EXISTED_SUFFIX), "")
         atomic_write(backup, plan.old or "")
         if mode is not None:
             os.chmod(backup, mode)
@@ -315,23 +314,28 @@ def _target(agent: str, scope: str, project: Path | None) -> Target:
     return target(agent, scope, find_git_roots(start).worktree if scope == "project" else start)
 
 
-def _edits(t: Target, python: str | None) -> list[tuple[Path, Edit]]:
-    """The edits that install (``python`` given) or uninstall memdir for one target."""
+def _edits(t: Target, python: str | None,
+           customised: list[str]) -> list[tuple[Path, Edit]]:
+    """The edits that install (``python`` given) or uninstall memdir for one target; the
+    customised memdir hooks they leave (install) or remove (uninstall) go to
+    ``customised``."""
     hooks, mcp = t.hooks_file, t.mcp_file
     if python:
-        hooks_edit = _json_edit(hooks, lambda d, _b: add_hooks(d, python, hooks))
+        hooks_edit = _json_edit(hooks, lambda d, _b: add_hooks(d, python, hooks, customised))
         mcp_edit = _json_edit(mcp, lambda d, _b: add_server(d, python, mcp))
     else:
-        hooks_edit = _json_edit(hooks, lambda d, b: remove_hooks(d, b, hooks))
+        hooks_edit = _json_edit(hooks, lambda d, b: remove_hooks(d, b, hooks, customised))
         mcp_edit = _json_edit(mcp, lambda d, b: remove_server(d, b, mcp))
     if mcp.suffix == ".toml":
         mcp_edit = _toml_edit(mcp, python)
     return [(hooks, hooks_edit), (mcp, mcp_edit)]
 
 
-def _notes(t: Target, python: str) -> tuple[str, ...]:
+def _notes(t: Target, python: str, customised: list[str]) -> tuple[str, ...]:
     notes = [f"the hooks and the MCP server run {python}; run `memdir hooks install` again "
              "after moving or recreating that environment"]
+    notes += [f"left your customised memdir hook as it is (memdir adds none beside it) in "
+              f"{t.hooks_file}: {hook}" for hook in dict.fromkeys(customised)]
     if t.agent == "claude-code":
         notes.append("restart running Claude Code sessions; /hooks and /mcp show what is active;"
                      " leave memdir's Claude Code plugin off, or every hook runs twice")
@@ -352,15 +356,21 @@ def install(agent: str, scope: str = "user", *, project: Path | None = None,
     """Add memdir's hooks and MCP server to ``agent``'s settings (idempotent)."""
     python = python or sys.executable
     t = _target(agent, scope, project)
-    files = _apply(_edits(t, python), dry_run)
-    return Report("install", agent, scope, dry_run, files, _notes(t, python))
+    customised: list[str] = []
+    files = _apply(_edits(t, python, customised), dry_run)
+    return Report("install", agent, scope, dry_run, files, _notes(t, python, customised))
 
 
 def uninstall(agent: str, scope: str = "user", *, project: Path | None = None,
               dry_run: bool = False) -> Report:
-    """Remove exactly memdir's hooks and MCP server from ``agent``'s settings."""
+    """Remove exactly memdir's hooks (customised ones too) and MCP server from ``agent``'s
+    settings."""
     t = _target(agent, scope, project)
-    return Report("uninstall", agent, scope, dry_run, _apply(_edits(t, None), dry_run))
+    customised: list[str] = []
+    files = _apply(_edits(t, None, customised), dry_run)
+    notes = tuple(f"{'would remove' if dry_run else 'removed'} a memdir hook you had "
+                  f"customised from {t.hooks_file}: {hook}" for hook in dict.fromkeys(customised))
+    return Report("uninstall", agent, scope, dry_run, files, notes)
 
 
 def status(agent: str, scope: str = "user", *, project: Path | None = None,
@@ -368,22 +378,23 @@ def status(agent: str, scope: str = "user", *, project: Path | None = None,
     """What memdir has installed for ``agent`` (reads only)."""
     python = python or sys.executable
     t = _target(agent, scope, project)
-    hooks = _parse_json(t.hooks_file, _read(t.hooks_file)).get("hooks", {})
+    hooks = loads(t.hooks_file, _read(t.hooks_file)).get("hooks", {})
     if not isinstance(hooks, dict):
         raise ConfigError(f'{t.hooks_file}: "hooks" is not a JSON object',
                           f'fix "hooks" in {t.hooks_file}: it maps event names to lists')
     states = []
     for spec in HOOKS:
         groups = hooks.get(spec.event)
-        found = memdir_entries(groups) if isinstance(groups, list) else []
+        groups = groups if isinstance(groups, list) else []
+        found = memdir_entries(groups)
         command = found[0].get("command") if found else None
         states.append(HookState(spec.event, spec.action, bool(found),
-                                found == [hook_entry(spec, python)], command))
+                                bool(found) and hook_current(groups, spec, python), command))
     text = _read(t.mcp_file)
     if t.mcp_file.suffix == ".toml":
         server = toml_server(t.mcp_file, text or "")
     else:
-        servers = _parse_json(t.mcp_file, text).get("mcpServers")
+        servers = loads(t.mcp_file, text).get("mcpServers")
         server = servers.get(MCP_NAME) if isinstance(servers, dict) else None
     current = (isinstance(server, dict) and server.get("command") == python
                and server.get("args") == list(MCP_ARGS))
