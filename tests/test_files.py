@@ -142,6 +142,21 @@ def test_overflow_pages_list_the_most_relevant_and_say_how_to_find_the_rest(
     assert decisions.count("](../decision_") == 5 and "not listed" not in decisions
 
 
+def test_a_write_rewrites_only_the_overflow_pages_it_changes(md: Memdir) -> None:
+    md.store_many([{"content": f"fact {n} about subsystem {n}", "type": "fact"}
+                   for n in range(200)]
+                  + [{"content": f"decision {n} on design {n}", "type": "decision",
+                      "relevance": 0.2} for n in range(20)])
+    pages = md.directory("project").path / "index"
+    before = {p.name: (p.stat().st_ino, p.read_text()) for p in pages.iterdir()}
+    md.store("decision 99 on the new design", type="decision", relevance=0.2)
+    after = {p.name: (p.stat().st_ino, p.read_text()) for p in pages.iterdir()}
+    assert after["fact.md"] == before["fact.md"]  # the same file, not a rewrite of it
+    assert after["decision.md"][0] != before["decision.md"][0]
+    assert "decision 99" in after["decision.md"][1] or "decision-99" in after["decision.md"][1]
+    assert after["decision.md"][1].count("](../decision_") == 21
+
+
 def test_memdir_keeps_its_index_under_the_cap(md: Memdir) -> None:
     stored = md.store_many([{"content": f"fact {n} about subsystem {n}", "type": "fact"}
                             for n in range(230)]

@@ -1,6 +1,7 @@
-"""Placing new memories: a batch of ``placing.BULK`` or more (lookups per batch, files written
-by threads) gives the same files, ids and reinforcements as single stores, never overwrites a
-file the index does not know, and takes every file back when a write fails."""
+"""Placing new memories: a batch of ``placing.BULK`` or more (lookups per batch, no reconcile
+first) gives the same files, ids and reinforcements as single stores, never overwrites a
+file the index does not know, never hides a change made outside memdir, and takes every file
+back when a write fails."""
 
 from __future__ import annotations
 
@@ -125,3 +126,27 @@ def test_a_failed_write_takes_back_the_whole_batch(md: Memdir,
     assert (folder / "MEMORY.md").read_bytes() == index_before
     assert [m.id for m in md.list()] == [first.id]
     assert md.search("Doomed note") == []
+
+
+def test_changes_made_outside_memdir_before_a_batch_are_seen_after_it(md: Memdir) -> None:
+    # A batch skips the reconcile before writing; its fingerprint carried forward must not
+    # absorb an edit in place, a new file or a deleted one made just before it.
+    kept, edited, gone = (md.store(f"Old words kiwi{n} about the pager", type="fact",
+                                   name=f"n{n}")
+                          for n in range(3))
+    assert edited.path is not None and gone.path is not None
+    md.search("pager")  # the index and its fingerprint are current
+    text = edited.path.read_text(encoding="utf-8").replace("kiwi1", "zebra")
+    edited.path.write_text(text, encoding="utf-8")  # in place: the directory mtime stays
+    gone.path.unlink()
+    folder = md.directory("project").path
+    (folder / "fact_by-hand.md").write_text("---\ntype: fact\n---\nHand written giraffe\n")
+    md.store_many([{"content": f"Batch note {n}", "type": "fact"}
+                   for n in range(placing.BULK)])
+    later = Memdir(home=md.home, project=md.roots.worktree)
+    assert [h.memory.id for h in later.search("zebra")] == [edited.id]
+    assert later.search("kiwi1") == []
+    assert [h.memory.file for h in later.search("giraffe")] == ["fact_by-hand.md"]
+    assert gone.id not in {m.id for m in later.list()}
+    assert later.stats().total == 3 + placing.BULK
+    assert kept.id in {m.id for m in later.list()}

@@ -357,7 +357,18 @@ def write_overflow(directory: Path, rest: dict[str, Overflow]) -> None:
         if unlisted > 0:
             body += (f"\n\n[... {unlisted} less relevant {kind} memories are not listed: "
                      f"find them with `memdir search QUERY --type {kind}`.]")
-        atomic_write(target, f"# More {kind} memories\n\n{_MARKER}\n\n{body}\n", fsync=False)
+        text = f"# More {kind} memories\n\n{_MARKER}\n\n{body}\n".encode()
+        if not _holds(target, text):  # a write changes one or two types' pages, not all ten
+            atomic_write(target, text, fsync=False)
+
+
+def _holds(path: Path, data: bytes) -> bool:
+    """Whether the file at ``path`` holds exactly ``data`` (reading is cheaper than writing)."""
+    try:
+        with open(path, "rb") as fh:
+            return os.fstat(fh.fileno()).st_size == len(data) and fh.read() == data
+    except OSError:
+        return False
 
 
 def read_index(directory: Path) -> str:
