@@ -41,6 +41,30 @@ def test_an_old_index_is_migrated_and_rebuilt_from_the_files(home: Path, repo: P
     Index(home / "index.sqlite").conn.close()  # opening again applies nothing twice
 
 
+def test_rows_written_before_the_julian_day_column_get_it(home: Path, repo: Path) -> None:
+    # Migration 14 adds updated_jd (what the strength ranking reads) to existing rows, and
+    # every upsert fills it from the row's updated text.
+    with Memdir(home=home, project=repo) as md:
+        md.store_many([{"content": f"Note {n} on caching", "type": "fact"} for n in range(3)])
+        with md.index.write() as w:
+            w.execute("UPDATE memories SET updated_jd = NULL, updated = '2026-01-02T03:04:05Z'")
+            w.execute("DELETE FROM schema_migrations WHERE version = ?", (len(MIGRATIONS),))
+            w.execute("DROP INDEX memories_strength")  # as migration 10 made it
+            w.execute("CREATE INDEX memories_strength ON memories "
+                      "(dir, status, type, relevance, updated, reinforced, id, file)")
+            w.execute("ALTER TABLE memories DROP COLUMN updated_jd")
+    with Memdir(home=home, project=repo) as md:
+        conn = md.index.conn
+        rows = [tuple(r) for r in
+                conn.execute("SELECT updated_jd, julianday(updated) FROM memories")]
+        assert rows == [(2461042.627835648, 2461042.627835648)] * 3
+        memory = md.list()[0]
+        md.update(memory.id, content="Note on caching, edited")
+        jd, expected = conn.execute("SELECT updated_jd, julianday(updated) FROM memories "
+                                    "WHERE id = ?", (memory.id,)).fetchone()
+        assert jd == expected and jd > rows[0][0]
+
+
 def test_fts_query_is_always_valid_fts5() -> None:
     conn = sqlite3.connect(":memory:")
     conn.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='porter unicode61')")

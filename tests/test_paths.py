@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -327,3 +329,41 @@ def test_memdir_home_env_is_honoured_without_arguments(
         assert (elsewhere / "index.sqlite").is_file()
         assert md.stats().total == 1
     assert not (tmp_path / "memdir-home").exists()  # the fixture's default home was unused
+
+
+XDG_VALUES = [None, "", "   ", "/x/data", "relative/dir", "~/tilde", "/x/a:/y/b"]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the XDG fast path is Linux only")
+@pytest.mark.parametrize("value", XDG_VALUES)
+def test_the_home_and_config_folders_are_where_platformdirs_puts_them(
+        monkeypatch: pytest.MonkeyPatch, value: str | None) -> None:
+    # memdir reads the XDG variables itself on Linux (importing platformdirs on every command
+    # cost 5-8 ms); it must land exactly where platformdirs would.
+    import platformdirs
+
+    from memdir.config import user_config_path
+    from memdir.paths import default_home
+
+    monkeypatch.delenv("MEMDIR_CONFIG", raising=False)
+    for variable in ("XDG_DATA_HOME", "XDG_CONFIG_HOME"):
+        if value is None:
+            monkeypatch.delenv(variable, raising=False)
+        else:
+            monkeypatch.setenv(variable, value)
+    assert default_home() == Path(platformdirs.user_data_dir("memdir", appauthor=False))
+    assert user_config_path() == Path(
+        platformdirs.user_config_dir("memdir", appauthor=False)) / "config.toml"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the XDG fast path is Linux only")
+def test_session_start_does_not_import_platformdirs(home: Path, repo: Path) -> None:
+    code = ("import sys; from memdir import Memdir; "
+            "Memdir(project=sys.argv[1]).context(); "
+            "print('platformdirs' in sys.modules)")
+    env = {k: v for k, v in os.environ.items() if k not in ("MEMDIR_HOME", "MEMDIR_CONFIG")}
+    env["XDG_DATA_HOME"] = str(home)  # the default home, found without platformdirs
+    out = subprocess.run([sys.executable, "-c", code, str(repo)], capture_output=True,
+                         text=True, env=env, check=True).stdout
+    assert out.strip() == "False"
+    assert (home / "memdir").is_dir()

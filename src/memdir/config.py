@@ -21,7 +21,7 @@ from typing import Any
 
 from memdir.errors import ConfigError
 from memdir.model import Problem
-from memdir.paths import default_home
+from memdir.paths import default_home, xdg_dir
 from memdir.taxonomy import DEFAULT_PRESET, PRESETS
 
 __all__ = [
@@ -64,6 +64,9 @@ def user_config_path() -> Path:
     env = os.environ.get("MEMDIR_CONFIG")
     if env:
         return Path(env).expanduser()
+    xdg = xdg_dir("XDG_CONFIG_HOME", "~/.config")
+    if xdg is not None:
+        return xdg / "memdir" / "config.toml"
     from platformdirs import user_config_dir
 
     return Path(user_config_dir("memdir", appauthor=False)) / "config.toml"

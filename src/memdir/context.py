@@ -110,7 +110,7 @@ def _layer_a(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], query: str | N
     kind, kparams = types_of(dirs, lambda t: t.baseline)
     rows = conn.execute(
         f"SELECT m.rowid FROM memories m WHERE {where} AND m.relevance >= ? AND {kind} "
-        f"ORDER BY m.relevance DESC, m.updated DESC, m.file LIMIT {POOL}",
+        f"ORDER BY m.relevance DESC, m.updated_jd DESC, m.file LIMIT {POOL}",
         [*params, HIGH, *kparams]).fetchall()
     for memory, _ in _paged(conn, [(r[0], 0.0) for r in rows]):
         if _key(memory) not in matched:

@@ -49,6 +49,14 @@ MEMORY_COLUMNS = (
     "paths", "source", "created", "updated", "reinforced", "status", "superseded_by", "meta",
     "norm_hash", "mtime_ns", "size", "index_line",
 )
+# updated_jd (the strength ranking's number) is computed by SQLite from the updated text the
+# row carries, so that it cannot disagree with julianday(updated).
+_UPSERT = (
+    f"INSERT INTO memories ({', '.join(MEMORY_COLUMNS)}, updated_jd) "
+    f"VALUES ({', '.join('?' * len(MEMORY_COLUMNS))}, "
+    f"julianday(?{MEMORY_COLUMNS.index('updated') + 1})) "
+    "ON CONFLICT (dir, file) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in (*MEMORY_COLUMNS[2:], "updated_jd")))
 
 # A time.monotonic() value by which this process must be done waiting for the write lock
 # (None: wait up to BUSY_TIMEOUT_MS). Hook processes set it: the alarm that enforces their
@@ -240,13 +248,7 @@ class Index:
         self.upsert_many(conn, (row,))
 
     def upsert_many(self, conn: sqlite3.Connection, rows: Iterable[Sequence[Any]]) -> None:
-        conn.executemany(
-            f"INSERT INTO memories ({', '.join(MEMORY_COLUMNS)}) "
-            f"VALUES ({', '.join('?' * len(MEMORY_COLUMNS))}) "
-            "ON CONFLICT (dir, file) DO UPDATE SET "
-            + ", ".join(f"{c} = excluded.{c}" for c in MEMORY_COLUMNS[2:]),
-            rows,
-        )
+        conn.executemany(_UPSERT, rows)
 
     def select(self, where: str = "1", params: Sequence[Any] = (), tail: str = "") -> list[Memory]:
         rows = self.conn.execute(

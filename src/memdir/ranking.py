@@ -75,7 +75,7 @@ def _strength_sql(dirs: Sequence[MemoryDir], at: datetime) -> tuple[str, list[An
         params.extend(cparams)
     weight_sql = f"(CASE {' '.join(weights)} ELSE 0.7 END)" if weights else "0.7"
     temporary, tparams = types_of(dirs, lambda t: t.temporary)
-    expr = (f"{weight_sql} * m.relevance * pow(0.5, max(0.0, ? - max(julianday(m.updated), "
+    expr = (f"{weight_sql} * m.relevance * pow(0.5, max(0.0, ? - max(m.updated_jd, "
             f"COALESCE(julianday(u.last_accessed), 0))) / (CASE WHEN {temporary} THEN "
             f"{TEMPORARY_HALF_LIFE_DAYS} ELSE {HALF_LIFE_DAYS} END)) * "
             f"(1 + 0.25 * ln(1 + max(0, m.reinforced + COALESCE(u.access_count, 0))))")
