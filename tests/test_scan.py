@@ -16,7 +16,7 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX directory
 
 def _python_scan(directory: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple[int, int]]:
     with monkeypatch.context() as patch:
-        patch.setattr(files, "_scan", None)
+        patch.setattr(files, "native", None)
         return files.scan_dir(directory)
 
 
@@ -25,7 +25,7 @@ def test_the_extension_is_built_here() -> None:
     # command would quietly take the slower Python loop.
     from memdir import _scan
 
-    assert files._scan is _scan
+    assert files.native is _scan
 
 
 def test_c_and_python_scans_agree_on_every_kind_of_entry(tmp_path: Path,
@@ -84,3 +84,27 @@ def test_the_callers_descriptor_stays_open_and_unmoved(tmp_path: Path) -> None:
         _scan.scan(fd)  # closed now
     with pytest.raises(ValueError):
         _scan.scan(-1)
+
+
+def test_c_and_python_name_checksums_agree(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # The fingerprint's names checksum (count, sum of CRC-32s) of what a listing shows: C and
+    # Python must agree bit for bit, since either may have saved the fingerprint.
+    from memdir import fingerprint
+
+    folder = tmp_path / "names"
+    folder.mkdir()
+    for name in ("fact_a.md", "fact_é-日本.md", "emoji_😀.md", "MEMORY.md", ".tmp.md", "x.txt"):
+        (folder / name).write_text("x")
+    (folder / "dir.md").mkdir()  # counted: the listing does not look at kinds
+    raw = os.fsencode(folder)
+    for bad in (b"fact_\xff.md", b"over_\xc0\xaf.md", b"surrogate_\xed\xa0\x80.md",
+                b"big_\xf4\x90\x80\x80.md", b"cut_\xe6\x97.md"):
+        with open(raw + b"/" + bad, "wb") as fh:  # none of these is UTF-8: none is counted
+            fh.write(b"x")
+    got = fingerprint._listed(folder)
+    with monkeypatch.context() as patch:
+        patch.setattr(files, "native", None)
+        assert fingerprint._listed(folder) == got
+    names = ["fact_a.md", "fact_é-日本.md", "emoji_😀.md", "dir.md"]
+    assert got == (4, fingerprint.names_sum(names))

@@ -21,6 +21,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Close a listing, its offset back at 0 first: the offset is shared with the caller's
+ * descriptor (a dup), and os.listdir(fd) would otherwise find it at the end. */
+static void
+finish(DIR *dir)
+{
+    rewinddir(dir);
+    closedir(dir);
+}
+
 static int
 is_memory_name(const char *name, size_t len)
 {
@@ -55,7 +64,7 @@ scan(PyObject *module, PyObject *arg)
     rewinddir(dir); /* a dup shares the offset: start from the top whatever was read */
     PyObject *out = PyDict_New();
     if (out == NULL) {
-        closedir(dir);
+    finish(dir);
         return NULL;
     }
     for (;;) {
@@ -65,7 +74,7 @@ scan(PyObject *module, PyObject *arg)
             if (errno != 0) {
                 PyErr_SetFromErrno(PyExc_OSError);
                 Py_DECREF(out);
-                closedir(dir);
+    finish(dir);
                 return NULL;
             }
             break;
@@ -95,17 +104,125 @@ scan(PyObject *module, PyObject *arg)
         if (failed)
             goto fail;
     }
-    closedir(dir);
+    finish(dir);
     return out;
 fail:
     Py_DECREF(out);
-    closedir(dir);
+    finish(dir);
     return NULL;
+}
+
+/* CRC-32 (the IEEE polynomial, as zlib.crc32), so that a sum taken here equals one taken by
+ * memdir.fingerprint.names_sum in Python. */
+static unsigned long crc_table[256];
+
+static void
+make_crc_table(void)
+{
+    for (unsigned long n = 0; n < 256; n++) {
+        unsigned long c = n;
+        for (int k = 0; k < 8; k++)
+            c = (c & 1) ? 0xEDB88320UL ^ (c >> 1) : c >> 1;
+        crc_table[n] = c;
+    }
+}
+
+static unsigned long
+crc32_of(const unsigned char *data, size_t len)
+{
+    unsigned long c = 0xFFFFFFFFUL;
+    for (size_t i = 0; i < len; i++)
+        c = crc_table[(c ^ data[i]) & 0xFF] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFUL;
+}
+
+/* Whether bytes are valid UTF-8 (what os.listdir would decode without surrogates). */
+static int
+is_utf8(const unsigned char *s, size_t len)
+{
+    size_t i = 0;
+    while (i < len) {
+        unsigned char c = s[i];
+        size_t n;
+        unsigned long cp;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if ((c & 0xE0) == 0xC0) {
+            n = 1;
+            cp = c & 0x1F;
+        } else if ((c & 0xF0) == 0xE0) {
+            n = 2;
+            cp = c & 0x0F;
+        } else if ((c & 0xF8) == 0xF0) {
+            n = 3;
+            cp = c & 0x07;
+        } else {
+            return 0;
+        }
+        for (size_t k = 1; k <= n; k++) {
+            if (i + k >= len || (s[i + k] & 0xC0) != 0x80)
+                return 0;
+            cp = (cp << 6) | (s[i + k] & 0x3F);
+        }
+        /* overlong forms, surrogates and values past U+10FFFF are not UTF-8 */
+        if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000)
+            || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)
+            return 0;
+        i += n + 1;
+    }
+    return 1;
+}
+
+static PyObject *
+names_sum(PyObject *module, PyObject *arg)
+{
+    long value = PyLong_AsLong(arg);
+    if (value == -1 && PyErr_Occurred())
+        return NULL;
+    if (value < 0 || value > INT_MAX) {
+        PyErr_SetString(PyExc_ValueError, "names_sum() needs an open directory descriptor");
+        return NULL;
+    }
+    int fd = dup((int)value);
+    if (fd < 0)
+        return PyErr_SetFromErrno(PyExc_OSError);
+    DIR *dir = fdopendir(fd);
+    if (dir == NULL) {
+        PyErr_SetFromErrno(PyExc_OSError);
+        close(fd);
+        return NULL;
+    }
+    rewinddir(dir);
+    long long count = 0;
+    unsigned long long total = 0;
+    for (;;) {
+        errno = 0;
+        struct dirent *entry = readdir(dir);
+        if (entry == NULL) {
+            if (errno != 0) {
+                PyErr_SetFromErrno(PyExc_OSError);
+    finish(dir);
+                return NULL;
+            }
+            break;
+        }
+        size_t len = strlen(entry->d_name);
+        if (!is_memory_name(entry->d_name, len)
+                || !is_utf8((const unsigned char *)entry->d_name, len))
+            continue;
+        count++;
+        total += crc32_of((const unsigned char *)entry->d_name, len);
+    }
+    finish(dir);
+    return Py_BuildValue("(LK)", count, total);
 }
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_O,
      "scan(dir_fd) -> {name: (mtime_ns, size)} of the memory files in a directory."},
+    {"names_sum", names_sum, METH_O,
+     "names_sum(dir_fd) -> (count, sum of CRC-32s) of the memory file names (any kind)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -117,5 +234,6 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__scan(void)
 {
+    make_crc_table();
     return PyModule_Create(&module);
 }

@@ -37,6 +37,7 @@ __all__ = [
     "atomic_write",
     "index_line",
     "is_memory_file",
+    "native",
     "new_id",
     "read_index",
     "render_index",
@@ -223,10 +224,10 @@ def utf8_name(name: str) -> bool:
     return True
 
 
-try:  # the same scan in C, when the optional extension was built (setup.py)
-    from memdir import _scan
-except ImportError:  # no C compiler where memdir was installed: the Python loop below
-    _scan = None  # type: ignore[assignment]
+try:  # scans in C, when the optional extension was built (setup.py)
+    from memdir import _scan as native
+except ImportError:  # no C compiler where memdir was installed: the Python loops
+    native = None  # type: ignore[assignment]
 
 
 def scan_dir(directory: Path) -> dict[str, tuple[int, int]]:
@@ -246,8 +247,8 @@ def scan_dir(directory: Path) -> dict[str, tuple[int, int]]:
     except (FileNotFoundError, NotADirectoryError):
         return out
     try:
-        if fd is not None and _scan is not None:
-            return _scan.scan(fd)
+        if fd is not None and native is not None:
+            return native.scan(fd)
         try:
             listed = os.listdir(directory if fd is None else fd)
         except (FileNotFoundError, NotADirectoryError):

@@ -40,6 +40,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from memdir import files
 from memdir.files import is_memory_file, scan_dir
 
 __all__ = ["RACY_NS", "Change", "Saved", "State", "carry", "forget", "load",
@@ -177,12 +178,25 @@ def carry(conn: sqlite3.Connection, key: str, path: Path,
     names += names_sum(new_names)
     try:
         dir_mtime = os.stat(path).st_mtime_ns
-        listed = [name for name in os.listdir(path) if is_memory_file(name)]
+        listed, listed_sum = _listed(path)
     except OSError:
         forget(conn, key)
         return False
-    if len(listed) != count or names_sum(listed) != names:
+    if listed != count or listed_sum != names:
         forget(conn, key)  # another program added, removed or renamed a file meanwhile
         return False
     save(conn, key, _format(dir_mtime, count, mtimes, sizes), names)
     return True
+
+
+def _listed(path: Path) -> tuple[int, int]:
+    """The number of memory file names listed in ``path`` now, and their :func:`names_sum`
+    (in C where built: at 100k files the Python loop took 0.1-0.2 s of every write)."""
+    if files.native is not None and os.stat in os.supports_dir_fd:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            return files.native.names_sum(fd)
+        finally:
+            os.close(fd)
+    listed = [name for name in os.listdir(path) if is_memory_file(name)]
+    return len(listed), names_sum(listed)
