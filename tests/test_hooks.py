@@ -273,3 +273,30 @@ def test_warnings_go_to_the_hook_log_not_to_the_agent(hook: Hook, home: Path,
     assert result.returncode == 0 and "Tuesdays" in result.stdout
     assert result.stderr == ""
     assert "usage counters not updated" in _log(home)
+
+
+@pytest.mark.parametrize("before", [["--home", "{home}"], ["--home={home}", "--json"],
+                                    ["--json", "--project", "{repo}", "--home", "{home}"]])
+def test_options_before_hook_still_take_the_hook_path(home: Path, repo: Path,
+                                                     before: list[str]) -> None:
+    # `memdir --home DIR hook EVENT`: the options come before `hook`, and the hook must
+    # still never fail (no argparse) and use that home, not $MEMDIR_HOME.
+    with Memdir(home=home, project=repo) as md:
+        md.store("Never force-push to the main branch", type="policy")
+    words = [w.format(home=home, repo=repo) for w in before]
+    env = {**os.environ, "MEMDIR_HOME": str(repo.parent / "elsewhere")}
+
+    def run(*args: str, stdin: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "memdir", *words, "hook", *args],
+                              input=stdin, cwd=repo, capture_output=True, text=True,
+                              env=env, timeout=60)
+
+    result = run("session-start", "--format", "json", stdin=json.dumps(_base(repo)))
+    assert result.returncode == 0 and result.stderr == ""
+    context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "Never force-push" in context
+    for args in (("no-such-event",), ("prompt", "--bogus")):
+        odd = run(*args, stdin="not json")
+        assert odd.returncode == 0 and odd.stdout == "" and odd.stderr == ""
+    assert "unknown hook event" in _log(home) and "JSONDecodeError" in _log(home)
+    assert not (repo.parent / "elsewhere").exists()

@@ -321,9 +321,10 @@ def run_hook(event: str, stdin: TextIO | str, fmt: str = "text") -> int:
 
 
 def hook_main(argv: list[str]) -> int:
-    """``memdir hook [--home DIR] [--format text|json] EVENT`` (options anywhere) without
-    argparse: a hook must exit 0 even on arguments it does not understand, and start as fast
-    as possible."""
+    """``memdir hook [--home DIR] [--format text|json] EVENT`` (options anywhere, also before
+    ``hook``) without argparse: a hook must exit 0 even on arguments it does not understand,
+    and start as fast as possible. ``--project DIR`` is taken and ignored (the agent's
+    ``cwd`` names the project); other options are ignored."""
     try:
         options: dict[str, str] = {}
         words: list[str] = []
@@ -331,7 +332,7 @@ def hook_main(argv: list[str]) -> int:
         while rest:
             word = rest.pop(0)
             name, eq, value = word.partition("=")
-            if name in ("--home", "--format"):
+            if name in ("--home", "--format", "--project"):
                 options[name] = value if eq else (rest.pop(0) if rest else "")
             elif not word.startswith("-"):
                 words.append(word)

@@ -296,12 +296,24 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _hook_args(given: list[str]) -> list[str] | None:
+    """The arguments for :func:`memdir.hooks.hook_main` when the command is ``hook``, with the
+    options before it (``memdir --home DIR hook prompt``); None for any other command."""
+    at = 0
+    while at < len(given) and given[at].startswith("-"):
+        at += 2 if given[at] in ("--home", "--project") else 1  # these take a value
+    if given[at:at + 1] != ["hook"]:
+        return None
+    return given[:at] + given[at + 1:]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
-    if given[:1] == ["hook"]:  # agent hooks: no argparse, never a non-zero exit
+    hook_args = _hook_args(given)
+    if hook_args is not None:  # agent hooks: no argparse, never a non-zero exit
         from memdir.hooks import hook_main
 
-        return hook_main(given[1:])
+        return hook_main(hook_args)
     parser = build_parser(given[0] if given and not given[0].startswith("-") else None)
     args = parser.parse_args(given)
     if not args.command:
