@@ -172,3 +172,52 @@ def test_a_file_memdir_created_is_still_removed() -> None:
     assert [f.status for f in uninstall("claude-code").files] == ["removed", "removed"]
     assert not settings_path().exists()
     assert sorted(p.name for p in Path.home().rglob("*")) == [".claude"]
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_a_timeout_the_user_raised_survives_a_reinstall(agent: str, repo: Path) -> None:
+    # A plain memdir hook whose timeout the user raised (prompt: 10 -> 30), from an older
+    # interpreter: install updates memdir's command and keeps the user's timeout.
+    hooks_file = Path.home() / (".claude/settings.json" if agent == "claude-code"
+                                else ".codex/hooks.json")
+    env = {**os.environ, "HOME": str(Path.home())}
+
+    def memdir(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "memdir", "hooks", *args, "--agent", agent],
+                              cwd=repo, env=env, capture_output=True, text=True, timeout=60)
+
+    assert memdir("install").returncode == 0
+    data = json.loads(hooks_file.read_text())
+    prompt = data["hooks"]["UserPromptSubmit"][0]["hooks"][0]
+    assert prompt["timeout"] == 10  # memdir's default
+    prompt.update(command="/old/venv/bin/python -m memdir hook prompt", timeout=30)
+    data["hooks"]["Stop"][0]["hooks"][0]["timeout"] = 45.5
+    write(hooks_file, json.dumps(data, indent=2) + "\n")
+
+    result = memdir("install")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(hooks_file.read_text())
+    prompt = data["hooks"]["UserPromptSubmit"][0]["hooks"][0]
+    assert prompt == {"type": "command", "command": f"{PY} -m memdir hook prompt",
+                      "timeout": 30}
+    assert data["hooks"]["Stop"][0]["hooks"][0]["timeout"] == 45.5
+    assert data["hooks"]["SessionStart"][0]["hooks"][0]["timeout"] == 10
+    assert "updated UserPromptSubmit hook" in result.stdout
+    assert (f"note: kept your timeout of the memdir hook in {hooks_file}: UserPromptSubmit: 30 s"
+            " (memdir's default: 10 s)") in result.stdout
+    assert "Stop: 45.5 s (memdir's default: 30 s)" in result.stdout
+    assert "SessionStart: " not in result.stdout
+
+    before = hooks_file.read_bytes()
+    again = memdir("install", "--json")
+    assert again.returncode == 0 and hooks_file.read_bytes() == before
+    assert json.loads(again.stdout)["files"][0]["status"] == "unchanged"
+    status = memdir("status")
+    assert status.returncode == 0 and "UserPromptSubmit  installed" in status.stdout
+
+    # A timeout that is not a positive number is not a usable choice: memdir's comes back.
+    data["hooks"]["UserPromptSubmit"][0]["hooks"][0]["timeout"] = "soon"
+    write(hooks_file, json.dumps(data, indent=2) + "\n")
+    assert memdir("install").returncode == 0
+    data = json.loads(hooks_file.read_text())
+    assert data["hooks"]["UserPromptSubmit"][0]["hooks"][0]["timeout"] == 10

@@ -20,6 +20,9 @@ Invariants:
 - ``install`` rewrites only memdir's entries as memdir writes them (the plain form above);
   a customised one is the user's choice and stays as it is, and an event that has one gets
   no second memdir entry. ``uninstall`` removes both kinds.
+- A plain entry's ``timeout`` that is a positive number other than memdir's default is the
+  user's: a rewrite keeps it (memdir's defaults have never changed; were one to, its old
+  value would have to count as memdir's here).
 - memdir adds its hooks as matcher groups of their own at the end of each event's list (Codex
   keys its trust of a hook by position, so existing hooks keep theirs); it owns the MCP
   server named ``memdir`` and, in TOML, the ``[mcp_servers.memdir]`` table and its sub-tables.
@@ -28,6 +31,7 @@ Invariants:
 from __future__ import annotations
 
 import copy
+import math
 import os
 import re
 import shlex
@@ -36,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from memdir.errors import ConfigError
+from memdir.settings_json import Number
 
 __all__ = [
     "HOOKS",
@@ -224,9 +229,24 @@ def memdir_entries(groups: list[Any]) -> list[dict[str, Any]]:
     return [groups[gi]["hooks"][hi] for gi, hi in _positions(groups)]
 
 
-def _add_hook(groups: list[Any], spec: HookSpec, python: str, kept: list[str]) -> str | None:
+def _users_timeout(entry: dict[str, Any], spec: HookSpec) -> Any:
+    """The entry's ``timeout`` when the user set it: a positive, finite number other than
+    memdir's default for the event; else None (no timeout, memdir's, or not a number)."""
+    value = entry.get("timeout")
+    if value is None or isinstance(value, bool) or value == spec.timeout:
+        return None
+    try:
+        seconds = float(value.text if isinstance(value, Number) else value)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(seconds) and seconds > 0 else None
+
+
+def _add_hook(groups: list[Any], spec: HookSpec, python: str, kept: list[str],
+              timeouts: list[str]) -> str | None:
     """Put memdir's hook for one event in its list of matcher groups; what changed, if
-    anything. Customised memdir entries stay as they are (listed in ``kept``)."""
+    anything. Customised memdir entries stay as they are (listed in ``kept``); the user's
+    timeout of a plain one is kept (listed in ``timeouts``)."""
     found = _positions(groups)
     custom = [(gi, hi) for gi, hi in found if _customised(groups[gi]["hooks"][hi])]
     plain = [p for p in found if p not in custom]
@@ -242,27 +262,33 @@ def _add_hook(groups: list[Any], spec: HookSpec, python: str, kept: list[str]) -
         if not groups[gi]["hooks"]:
             del groups[gi]
     gi, hi = plain[0]
+    entry = hook_entry(spec, python)
+    timeout = _users_timeout(groups[gi]["hooks"][hi], spec)
+    if timeout is not None:
+        entry["timeout"] = timeout
+        text = timeout.text if isinstance(timeout, Number) else timeout
+        timeouts.append(f"{spec.event}: {text} s (memdir's default: {spec.timeout} s)")
     if len(groups[gi]["hooks"]) == 1:
         groups[gi] = hook_group(spec, python)
-    else:
-        groups[gi]["hooks"][hi] = hook_entry(spec, python)
+    groups[gi]["hooks"][hi] = entry
     return f"updated {spec.event} hook" if groups != was else None
 
 
 def hook_current(groups: list[Any], spec: HookSpec, python: str) -> bool:
     """True if install would leave this event's list as it is."""
-    return _add_hook(copy.deepcopy(groups), spec, python, []) is None
+    return _add_hook(copy.deepcopy(groups), spec, python, [], []) is None
 
 
-def add_hooks(data: dict[str, Any], python: str, path: Path,
-              kept: list[str] | None = None) -> list[str]:
+def add_hooks(data: dict[str, Any], python: str, path: Path, kept: list[str] | None = None,
+              timeouts: list[str] | None = None) -> list[str]:
     """Put memdir's hook for each event in ``data`` (a settings object), changed in place.
 
     An event without a memdir entry gets a matcher group of its own at the end of its list; a
-    memdir entry as install writes it that differs (another interpreter, another timeout) is
-    rewritten where it is, and any further such entries of that event are removed. A
-    customised memdir entry is left as it is, and its event gets no other: each is listed in
-    ``kept`` ("Event: command")."""
+    memdir entry as install writes it that differs (another interpreter, a timeout that is
+    not the user's) is rewritten where it is, keeping the user's timeout (each listed in
+    ``timeouts``: "Event: N s (...)"), and any further such entries of that event are
+    removed. A customised memdir entry is left as it is, and its event gets no other: each is
+    listed in ``kept`` ("Event: command")."""
     hooks = _hooks_object(data, path, create=True)
     assert hooks is not None
     changes = []
@@ -271,7 +297,8 @@ def add_hooks(data: dict[str, Any], python: str, path: Path,
         if not isinstance(groups, list):
             raise bad_shape(path, f'"hooks.{spec.event}" is not a list',
                              f'make "hooks.{spec.event}" a list of matcher groups')
-        change = _add_hook(groups, spec, python, [] if kept is None else kept)
+        change = _add_hook(groups, spec, python, [] if kept is None else kept,
+                           [] if timeouts is None else timeouts)
         if change:
             changes.append(change)
     return changes

@@ -22,34 +22,21 @@ Invariants:
 - Numbers keep the text they were written with (:mod:`memdir.settings_json`): ``1e400``
   is not written back as ``Infinity``, nor ``1.50`` as ``1.5``.
 - A memdir hook the user customised (an ``env`` prefix, ``--home``...) is left as it is,
-  and the report's notes say so (:func:`memdir.hooks_agents.add_hooks`).
-- Before memdir's first change to a file, its bytes are kept next to it as
-  ``<name>.memdir-backup`` (empty when memdir creates the file), once: never overwritten. A
-  file that existed empty (0 bytes) also gets an empty ``<name>.memdir-backup-existed``, so
-  that its empty backup is not read as "memdir created it". The backup is how uninstall
-  knows what was there before memdir: an event list, ``"hooks"`` or ``"mcpServers"``
-  emptied by the removal is deleted unless the backup had it; a result equal to the
-  backup's content gets the backup's very bytes; a file memdir created that is left empty
-  is deleted, with its empty backup; a file that existed empty is left empty. Directories
-  memdir created stay.
-- Writes go through :func:`memdir.files.atomic_write`, into a symlink's target, keeping an
-  existing file's permission bits; a file that changed while memdir planned is planned again.
+  and so is a timeout the user set on a plain one; the report's notes say so
+  (:func:`memdir.hooks_agents.add_hooks`).
+- Backups, atomic writes and re-planning a file that changed meanwhile:
+  :mod:`memdir.settings_files`.
 """
 
 from __future__ import annotations
 
-import copy
-import os
 import sys
-import tomllib
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memdir.codex_toml import toml_drop, toml_put, toml_server
+from memdir.codex_toml import toml_server
 from memdir.errors import ConfigError
-from memdir.files import atomic_write
 from memdir.hooks_agents import (
     HOOKS,
     MCP_ARGS,
@@ -61,7 +48,17 @@ from memdir.hooks_agents import (
     remove_hooks,
     remove_server,
 )
-from memdir.settings_json import dumps, loads
+from memdir.settings_files import (
+    BACKUP_SUFFIX,
+    EXISTED_SUFFIX,
+    Edit,
+    FileChange,
+    apply,
+    json_edit,
+    read_text,
+    toml_edit,
+)
+from memdir.settings_json import loads
 
 __all__ = [
     "AGENTS",
@@ -81,13 +78,6 @@ __all__ = [
 
 AGENTS = ("claude-code", "codex")
 SCOPES = ("user", "project")
-BACKUP_SUFFIX = ".memdir-backup"
-EXISTED_SUFFIX = ".memdir-backup-existed"  # beside an empty backup: the file existed, empty
-
-# (text or None when missing, backup text or None, created: memdir made the file)
-#   -> (new text or None to delete, changes)
-Edit = Callable[[str | None, str | None, bool], tuple[str | None, list[str]]]
-
 
 def _plain(value: Any) -> Any:
     if isinstance(value, Path):
@@ -115,17 +105,6 @@ def target(agent: str, scope: str, project: Path) -> Target:
         mcp = Path.home() / ".claude.json" if scope == "user" else project / ".mcp.json"
         return Target(agent, scope, base / ".claude" / "settings.json", mcp)
     return Target(agent, scope, base / ".codex" / "hooks.json", base / ".codex" / "config.toml")
-
-
-@dataclass(frozen=True)
-class FileChange:
-    path: Path
-    status: str  # created | updated | removed | unchanged | absent
-    changes: tuple[str, ...] = ()
-    backup: Path | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(_plain(self))
 
 
 @dataclass(frozen=True)
@@ -172,131 +151,6 @@ class Status:
         return {**_plain(self), "installed": self.installed}
 
 
-# -- reading, planning, writing ---------------------------------------------------------------
-
-
-def _read(path: Path) -> str | None:
-    try:
-        # Bytes, decoded: read_text would turn CRLF line endings into LF, and every byte
-        # outside memdir's entries must come back as it was.
-        return path.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read {path}: {exc}",
-                          f"check that {path} is a readable UTF-8 text file") from None
-
-
-def _json_edit(path: Path, transform: Callable[[dict[str, Any], dict[str, Any] | None],
-                                               list[str]]) -> Edit:
-    """Apply ``transform(data, data_before_memdir)`` to a JSON file's object."""
-
-    def edit(old: str | None, saved: str | None, created: bool) -> tuple[str | None, list[str]]:
-        data = loads(path, old)
-        try:
-            before = loads(path, saved) if saved is not None else None
-        except ConfigError:
-            before = None
-        new = copy.deepcopy(data)
-        changes = transform(new, before)
-        if new == data:
-            return old, []
-        if created and not new:
-            return None, changes  # memdir created the file
-        if before is not None and new == before:
-            return saved, changes
-        return dumps(new) + "\n", changes
-
-    return edit
-
-
-def _same_toml(a: str, b: str) -> bool:
-    try:
-        return tomllib.loads(a) == tomllib.loads(b)
-    except tomllib.TOMLDecodeError:
-        return False
-
-
-def _toml_edit(path: Path, python: str | None) -> Edit:
-    """Put (``python`` given) or drop memdir's table in a Codex ``config.toml``."""
-
-    def edit(old: str | None, saved: str | None, created: bool) -> tuple[str | None, list[str]]:
-        text = old or ""
-        new, changes = toml_put(path, text, python) if python else toml_drop(path, text)
-        if not changes:
-            return old, []
-        if created and not new.strip():
-            return None, changes
-        if python is None and saved is not None and _same_toml(saved, new):
-            return saved, changes
-        return new, changes
-
-    return edit
-
-
-@dataclass(frozen=True)
-class _Plan:
-    path: Path  # as the user knows it
-    real: Path  # where the bytes are (a symlink's target)
-    old: str | None
-    saved: str | None
-    new: str | None
-    changes: tuple[str, ...]
-
-    @property
-    def status(self) -> str:
-        if self.new == self.old:
-            return "absent" if self.old is None else "unchanged"
-        return "created" if self.old is None else "removed" if self.new is None else "updated"
-
-
-def _plan(path: Path, edit: Edit) -> _Plan:
-    real = path.resolve() if path.is_symlink() else path
-    saved = _read(real.with_name(real.name + BACKUP_SUFFIX))
-    old = _read(real)
-    # An empty backup says memdir created the file, unless the file was there, empty.
-    created = saved == "" and not real.with_name(real.name + EXISTED_SUFFIX).exists()
-    new, changes = edit(old, saved, created)
-    return _Plan(path, real, old, saved, new, tuple(changes))
-
-
-def _commit(plan: _Plan, edit: Edit) -> FileChange:
-    for _ in range(3):
-        if plan.new == plan.old:
-            return FileChange(plan.path, plan.status)
-        if _read(plan.real) == plan.old:
-            break
-        plan = _plan(plan.path, edit)
-    else:
-        raise ConfigError(f"{plan.path} kept changing while memdir was editing it",
-                          "close the agent that is writing it and run the command again")
-    backup = plan.real.with_name(plan.real.name + BACKUP_SUFFIX)
-    mode = plan.real.stat().st_mode & 0o7777 if plan.old is not None else None
-    plan.real.parent.mkdir(parents=True, exist_ok=True)
-    if plan.saved is None:
-        if plan.old == "":
-            atomic_write(backup.with_name(plan.real.name + EXISTED_SUFFIX), "")
-        atomic_write(backup, plan.old or "")
-        if mode is not None:
-            os.chmod(backup, mode)
-    if plan.new is None:
-        plan.real.unlink()
-        backup.unlink(missing_ok=True)  # empty: there was no file before memdir
-    else:
-        atomic_write(plan.real, plan.new)
-        if mode is not None:
-            os.chmod(plan.real, mode)
-    wrote = plan.saved is None and plan.old is not None
-    return FileChange(plan.path, plan.status, plan.changes, backup if wrote else None)
-
-
-def _apply(edits: list[tuple[Path, Edit]], dry_run: bool) -> tuple[FileChange, ...]:
-    plans = [(_plan(path, edit), edit) for path, edit in edits]  # every refusal before a write
-    if dry_run:
-        return tuple(FileChange(p.path, p.status, p.changes) for p, _ in plans)
-    return tuple(_commit(plan, edit) for plan, edit in plans)
-
-
 # -- the commands -----------------------------------------------------------------------------
 
 
@@ -314,28 +168,32 @@ def _target(agent: str, scope: str, project: Path | None) -> Target:
     return target(agent, scope, find_git_roots(start).worktree if scope == "project" else start)
 
 
-def _edits(t: Target, python: str | None,
-           customised: list[str]) -> list[tuple[Path, Edit]]:
+def _edits(t: Target, python: str | None, customised: list[str],
+           timeouts: list[str] | None = None) -> list[tuple[Path, Edit]]:
     """The edits that install (``python`` given) or uninstall memdir for one target; the
     customised memdir hooks they leave (install) or remove (uninstall) go to
-    ``customised``."""
+    ``customised``, the user's timeouts install keeps to ``timeouts``."""
     hooks, mcp = t.hooks_file, t.mcp_file
     if python:
-        hooks_edit = _json_edit(hooks, lambda d, _b: add_hooks(d, python, hooks, customised))
-        mcp_edit = _json_edit(mcp, lambda d, _b: add_server(d, python, mcp))
+        hooks_edit = json_edit(hooks, lambda d, _b: add_hooks(d, python, hooks, customised,
+                                                              timeouts))
+        mcp_edit = json_edit(mcp, lambda d, _b: add_server(d, python, mcp))
     else:
-        hooks_edit = _json_edit(hooks, lambda d, b: remove_hooks(d, b, hooks, customised))
-        mcp_edit = _json_edit(mcp, lambda d, b: remove_server(d, b, mcp))
+        hooks_edit = json_edit(hooks, lambda d, b: remove_hooks(d, b, hooks, customised))
+        mcp_edit = json_edit(mcp, lambda d, b: remove_server(d, b, mcp))
     if mcp.suffix == ".toml":
-        mcp_edit = _toml_edit(mcp, python)
+        mcp_edit = toml_edit(mcp, python)
     return [(hooks, hooks_edit), (mcp, mcp_edit)]
 
 
-def _notes(t: Target, python: str, customised: list[str]) -> tuple[str, ...]:
+def _notes(t: Target, python: str, customised: list[str],
+           timeouts: list[str]) -> tuple[str, ...]:
     notes = [f"the hooks and the MCP server run {python}; run `memdir hooks install` again "
              "after moving or recreating that environment"]
     notes += [f"left your customised memdir hook as it is (memdir adds none beside it) in "
               f"{t.hooks_file}: {hook}" for hook in dict.fromkeys(customised)]
+    notes += [f"kept your timeout of the memdir hook in {t.hooks_file}: {timeout}"
+              for timeout in dict.fromkeys(timeouts)]
     if t.agent == "claude-code":
         notes.append("restart running Claude Code sessions; /hooks and /mcp show what is active;"
                      " leave memdir's Claude Code plugin off, or every hook runs twice")
@@ -357,8 +215,10 @@ def install(agent: str, scope: str = "user", *, project: Path | None = None,
     python = python or sys.executable
     t = _target(agent, scope, project)
     customised: list[str] = []
-    files = _apply(_edits(t, python, customised), dry_run)
-    return Report("install", agent, scope, dry_run, files, _notes(t, python, customised))
+    timeouts: list[str] = []
+    files = apply(_edits(t, python, customised, timeouts), dry_run)
+    return Report("install", agent, scope, dry_run, files,
+                  _notes(t, python, customised, timeouts))
 
 
 def uninstall(agent: str, scope: str = "user", *, project: Path | None = None,
@@ -367,7 +227,7 @@ def uninstall(agent: str, scope: str = "user", *, project: Path | None = None,
     settings."""
     t = _target(agent, scope, project)
     customised: list[str] = []
-    files = _apply(_edits(t, None, customised), dry_run)
+    files = apply(_edits(t, None, customised), dry_run)
     notes = tuple(f"{'would remove' if dry_run else 'removed'} a memdir hook you had "
                   f"customised from {t.hooks_file}: {hook}" for hook in dict.fromkeys(customised))
     return Report("uninstall", agent, scope, dry_run, files, notes)
@@ -378,7 +238,7 @@ def status(agent: str, scope: str = "user", *, project: Path | None = None,
     """What memdir has installed for ``agent`` (reads only)."""
     python = python or sys.executable
     t = _target(agent, scope, project)
-    hooks = loads(t.hooks_file, _read(t.hooks_file)).get("hooks", {})
+    hooks = loads(t.hooks_file, read_text(t.hooks_file)).get("hooks", {})
     if not isinstance(hooks, dict):
         raise ConfigError(f'{t.hooks_file}: "hooks" is not a JSON object',
                           f'fix "hooks" in {t.hooks_file}: it maps event names to lists')
@@ -390,7 +250,7 @@ def status(agent: str, scope: str = "user", *, project: Path | None = None,
         command = found[0].get("command") if found else None
         states.append(HookState(spec.event, spec.action, bool(found),
                                 bool(found) and hook_current(groups, spec, python), command))
-    text = _read(t.mcp_file)
+    text = read_text(t.mcp_file)
     if t.mcp_file.suffix == ".toml":
         server = toml_server(t.mcp_file, text or "")
     else:
