@@ -57,6 +57,9 @@ from typing import Any
 from memdir import Memdir
 from memdir.safety import find_secrets
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from instructions import count_instructions
+
 # -- vocabulary ------------------------------------------------------------------------------
 
 TYPES = ("user", "feedback", "preference", "policy", "decision", "procedure", "pitfall",
@@ -335,6 +338,7 @@ class Result:
     search_p95_ms: float
     reindex_s: float
     cli_search_ms: float
+    cli_search_minstr: float | None = None  # with --instructions and valgrind
 
 
 @dataclass(frozen=True)
@@ -346,6 +350,7 @@ class Options:
     store_sample: int
     cli_runs: int
     json_path: Path | None
+    instructions: bool = False
 
 
 def machine_speed() -> float:
@@ -473,12 +478,20 @@ def bench_size(size: int, opts: Options, root: Path) -> Result:
     p50, p95 = measure_search(home, project, queries)
     _say(f"{size:,}: CLI search ({opts.cli_runs} runs)")
     cli = measure_cli(home, project, queries, opts.cli_runs)
+    instructions = None
+    if opts.instructions:
+        _say(f"{size:,}: CLI search under callgrind")
+        env = {**os.environ, "MEMDIR_HOME": str(home)}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        instructions = count_instructions(
+            [sys.executable, "-m", "memdir", "search", queries[0], "--project", str(project)],
+            env=env, cwd=project)
     _say(f"{size:,}: reindex")
     reindex = measure_reindex(home, project)
     _say(f"{size:,}: store ({len(extra)} single stores)")
     with Memdir(home=home, project=project, semantic=False) as md:
         store = measure_store(md, extra)
-    return Result(size, store, store_many, p50, p95, reindex, cli)
+    return Result(size, store, store_many, p50, p95, reindex, cli, instructions)
 
 
 # -- targets and report ----------------------------------------------------------------------
@@ -508,6 +521,7 @@ METRICS: dict[str, tuple[str, str]] = {
     "search_p95_ms": ("search p95", "ms"),
     "reindex_s": ("reindex", "s"),
     "cli_search_ms": ("CLI search process", "ms"),
+    "cli_search_minstr": ("CLI search process", "M instructions"),
 }
 
 TARGETS = (
@@ -529,7 +543,10 @@ def results_table(results: Sequence[Result]) -> str:
     head = ["metric", *[f"{r.size:,}" for r in results]]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for metric, (title, unit) in METRICS.items():
-        cells = [_fmt(getattr(r, metric)) for r in results]
+        values = [getattr(r, metric) for r in results]
+        if all(v is None for v in values):  # instructions: not asked for, or no valgrind
+            continue
+        cells = ["n/a" if v is None else _fmt(v) for v in values]
         lines.append(f"| {title} ({unit}) | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -580,11 +597,13 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
     p.add_argument("--queries", type=int, default=300, help="searches timed per size")
     p.add_argument("--store-sample", type=int, default=300, help="single store() calls timed")
     p.add_argument("--cli-runs", type=int, default=10, help="CLI processes timed")
+    p.add_argument("--instructions", action="store_true",
+                   help="also count the instructions of one CLI search process (valgrind)")
     args = p.parse_args(argv)
     sizes = (1_000, 10_000) if args.quick else tuple(
         int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip())
     return Options(sizes, args.seed, args.batch, args.queries, args.store_sample,
-                   args.cli_runs, args.json)
+                   args.cli_runs, args.json, args.instructions)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

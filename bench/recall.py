@@ -45,6 +45,7 @@ from memdir import Memdir
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from core import ENVIRONMENTS, Corpus, _fmt, _percentile, _say, machine_speed, speed_line
+from instructions import count_instructions
 
 BUDGETS = (200, 800, 2000)
 CLI_TARGET_MS = 120.0
@@ -71,6 +72,7 @@ class Result:
     recall_p95_ms: float
     recall_memories_mean: float
     injection: list[Injection] = field(default_factory=list)
+    cli_context_minstr: float | None = None  # with --instructions and valgrind
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,7 @@ class Options:
     context_calls: int
     cli_runs: int
     json_path: Path | None
+    instructions: bool = False
 
 
 def prompts(corpus: Corpus, count: int) -> list[str]:
@@ -110,11 +113,17 @@ def _ms(fn: Callable[[], object]) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-def measure_cli(home: Path, project: Path, runs: int) -> float:
-    """Median wall time in ms of one ``python -m memdir context`` process (bytecode cache
-    allowed: PYTHONDONTWRITEBYTECODE is dropped for the child, as in core.py)."""
+def _cli_env(home: Path) -> dict[str, str]:
+    """The CLI's environment: bytecode cache allowed (PYTHONDONTWRITEBYTECODE dropped for the
+    child), as on a user's machine and in core.py."""
     env = {**os.environ, "MEMDIR_HOME": str(home)}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def measure_cli(home: Path, project: Path, runs: int) -> float:
+    """Median wall time in ms of one ``python -m memdir context`` process."""
+    env = _cli_env(home)
     command = [sys.executable, "-m", "memdir", "context"]
     times = []
     for n in range(runs + 1):
@@ -175,6 +184,11 @@ def bench_size(size: int, opts: Options) -> Result:
                 md.embed_memories()
         _say(f"{size:,}: CLI context ({opts.cli_runs} runs)")
         cli = measure_cli(home, project, opts.cli_runs)
+        instructions = None
+        if opts.instructions:  # before the in-process calls below add usage rows
+            _say(f"{size:,}: CLI context under callgrind")
+            instructions = count_instructions([sys.executable, "-m", "memdir", "context"],
+                                              env=_cli_env(home), cwd=project)
         with Memdir(home=home, project=project) as md:
             _say(f"{size:,}: tokens injected (budgets {BUDGETS})")
             injection = measure_injection(md, queries[:opts.token_queries])
@@ -182,7 +196,8 @@ def bench_size(size: int, opts: Options) -> Result:
             ctx_plain, ctx_query = measure_context(md, queries, opts.context_calls)
             _say(f"{size:,}: recall() ({len(texts)} prompts)")
             r50, r95, recalled = measure_recall(md, size, texts)
-    return Result(size, cli, ctx_plain, ctx_query, r50, r95, recalled, injection)
+    return Result(size, cli, ctx_plain, ctx_query, r50, r95, recalled, injection,
+                  instructions)
 
 
 # -- report ----------------------------------------------------------------------------------
@@ -203,6 +218,10 @@ def results_table(results: Sequence[Result]) -> str:
     for metric, title in METRICS.items():
         lines.append(f"| {title} | " + " | ".join(_fmt(getattr(r, metric)) for r in results)
                      + " |")
+    if any(r.cli_context_minstr is not None for r in results):
+        lines.append("| CLI `memdir context` process (M instructions) | " + " | ".join(
+            "n/a" if r.cli_context_minstr is None else _fmt(r.cli_context_minstr)
+            for r in results) + " |")
     for n, inj in enumerate(results[0].injection if results else []):
         label = f"{inj.calls} queries" if inj.query else "no query"
         cells = [f"{i.tokens_median:g} (max {i.tokens_max}) / {i.memories_median:g}"
@@ -262,11 +281,13 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
     p.add_argument("--context-calls", type=int, default=50,
                    help="context() calls timed per size, without and with a query")
     p.add_argument("--cli-runs", type=int, default=10, help="CLI processes timed")
+    p.add_argument("--instructions", action="store_true",
+                   help="also count the instructions of one CLI context process (valgrind)")
     args = p.parse_args(argv)
     sizes = (1_000,) if args.quick else tuple(
         int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip())
     return Options(sizes, args.seed, args.batch, args.prompts, args.token_queries,
-                   args.context_calls, args.cli_runs, args.json)
+                   args.context_calls, args.cli_runs, args.json, args.instructions)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
