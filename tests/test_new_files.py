@@ -1,4 +1,4 @@
-"""Creating new files (:class:`memdir.files.NewFiles`, and ``atomic_write(exclusive=True)``
+"""Creating new files (:class:`memdir.new_files.NewFiles`, and ``atomic_write(exclusive=True)``
 built on it): complete before named, never over anything, nothing left behind on failure,
 the same on the Linux fast path (O_TMPFILE) and on the portable one (a named temp file)."""
 
@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from memdir import files
-from memdir.files import NewFiles, atomic_write
+from memdir import new_files
+from memdir.files import atomic_write
+from memdir.new_files import NewFiles
 
 
 @pytest.fixture
@@ -30,7 +31,7 @@ def there(tmp_path: Path) -> Path:
 def way(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run a test on the O_TMPFILE way and on the named-temp-file way."""
     if request.param == "named":
-        monkeypatch.setattr(files, "_TMPFILE", 0)
+        monkeypatch.setattr(new_files, "_TMPFILE", 0)
     return str(request.param)
 
 
@@ -124,7 +125,7 @@ def test_a_removed_directory_is_an_error_on_either_way(there: Path, way: str) ->
 _WRITER = """
 import sys
 from pathlib import Path
-from memdir.files import NewFiles
+from memdir.new_files import NewFiles
 data = b"x" * (1 << 20)
 with NewFiles(Path(sys.argv[1])) as folder:
     print("ready", flush=True)

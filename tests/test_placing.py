@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from memdir import Memdir, placing
-from memdir.files import NewFiles
 from memdir.markdown import parse
+from memdir.new_files import NewFiles
 
 
 def _items(n: int) -> list[dict[str, Any]]:

@@ -29,10 +29,11 @@ from pathlib import Path
 
 from memdir import fingerprint as fp
 from memdir.errors import MemdirError
-from memdir.files import NewFiles, atomic_write, new_id
+from memdir.files import atomic_write, new_id
 from memdir.index import Index, memory_to_row
 from memdir.markdown import render
 from memdir.model import Memory
+from memdir.new_files import NewFiles
 from memdir.paths import safe_join
 from memdir.store import (
     MemoryDir,
