@@ -87,6 +87,10 @@ def test_a_plain_memdir_hook_beside_a_customised_one_is_still_updated() -> None:
 
 @pytest.mark.parametrize(("command", "action"), [
     ("memdir hook --home /x prompt", "prompt"),
+    ("memdir --home /x hook prompt", "prompt"),
+    (f"{PY} -m memdir --home=/x --project /p hook stop", "stop"),
+    ("memdir --home", None),
+    ("memdir --home /x search prompt", None),
     ("memdir hook prompt --home=/x", "prompt"),
     (f"{PY} -X utf8 -I -m memdir hook stop", "stop"),
     ("env -u FOO MEMDIR_DEBUG=1 memdir hook stop --format json", "stop"),
@@ -97,6 +101,16 @@ def test_a_plain_memdir_hook_beside_a_customised_one_is_still_updated() -> None:
 ])
 def test_customised_commands_are_recognised(command: str, action: str | None) -> None:
     assert hook_action({"type": "command", "command": command}) == action
+
+
+def test_a_hook_with_options_before_hook_is_customised_and_kept() -> None:
+    before = "memdir --home /data/memdir hook prompt"
+    write(settings_path(), json.dumps({"hooks": {
+        "UserPromptSubmit": [group(before)]}}, indent=2) + "\n")
+    install("claude-code", python=PY)
+    assert memdir_commands("UserPromptSubmit") == [before]  # neither rewritten nor doubled
+    uninstall("claude-code")
+    assert memdir_commands("UserPromptSubmit") == []  # recognised as memdir's: removed
 
 
 def test_a_hook_option_before_the_event_is_not_the_event(home: Path, repo: Path) -> None:

@@ -108,7 +108,8 @@ def hook_group(spec: HookSpec, python: str) -> dict[str, object]:
 
 _ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=.*", re.DOTALL)
 _VALUED = {"env": ("-u", "--unset", "-C", "--chdir", "-S", "--split-string"),
-           "python": ("-X", "-W", "-c"), "hook": ("--home", "--format")}
+           "python": ("-X", "-W", "-c"), "hook": ("--home", "--format"),
+           "cli": ("--home", "--project")}
 
 
 def _skip_options(words: list[str], valued: tuple[str, ...]) -> list[str] | None:
@@ -150,6 +151,11 @@ def _parse_command(command: str) -> tuple[str, bool] | None:
         if after[:2] != ["-m", "memdir"]:
             return None
         after = after[2:]
+    # `memdir --home X hook EVENT`: the CLI's own options may come before `hook` too
+    rest = _skip_options(after, _VALUED["cli"])
+    if rest is None:
+        return None
+    plain, after = plain and len(rest) == len(after), rest
     if after[:1] != ["hook"]:
         return None
     positional: list[str] = []
