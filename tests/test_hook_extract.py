@@ -12,32 +12,17 @@ import sys
 import time
 from pathlib import Path
 
+from hook_support import hooks_log, write_transcript
 from memdir import Memdir
-
-
-def _log(home: Path) -> str:
-    log = home / "logs" / "hooks.log"
-    return log.read_text() if log.exists() else ""
-
-
-def _transcript(path: Path, session: str, *texts: str) -> Path:
-    rows = []
-    for n, text in enumerate(texts):
-        role = "user" if n % 2 == 0 else "assistant"
-        rows.append(json.dumps({
-            "type": role, "uuid": f"u{n}", "sessionId": session, "cwd": str(path.parent),
-            "timestamp": f"2026-11-20T09:00:{n:02d}Z", "isSidechain": False,
-            "message": {"role": role, "content": text}}))
-    path.write_text("\n".join(rows) + "\n")
-    return path
 
 
 def test_concurrent_stop_and_pre_compact_hooks_extract_a_transcript_once(
         home: Path, repo: Path, tmp_path: Path) -> None:
     with Memdir(home=home, project=repo) as md:
         md.store("The staging cluster is in eu-west-1", type="fact")  # an index to lock
-    path = _transcript(tmp_path / "t.jsonl", "ext-1",
-                       "I prefer pnpm over npm for this repo.", "Noted, pnpm it is.")
+    path = write_transcript(tmp_path / "t.jsonl", "ext-1",
+                            ("user", "I prefer pnpm over npm for this repo."),
+                            ("assistant", "Noted, pnpm it is."))
     payload = {"session_id": "ext-1", "cwd": str(repo), "transcript_path": str(path),
                "stop_hook_active": False}
     # Another process holds the write lock while the hooks start: without the cursor
@@ -63,6 +48,6 @@ def test_concurrent_stop_and_pre_compact_hooks_extract_a_transcript_once(
         assert proc.returncode == 0 and out == "" and err == ""
     with Memdir(home=home, project=repo) as md:
         found = [m for m in md.list() if "pnpm" in m.body]
-    assert len(found) == 1, _log(home)
-    assert found[0].reinforced == 0, _log(home)  # stored once, never reinforced by a twin
-    assert "1 stored" in _log(home)
+    assert len(found) == 1, hooks_log(home)
+    assert found[0].reinforced == 0, hooks_log(home)  # stored once, never reinforced by a twin
+    assert "1 stored" in hooks_log(home)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from hook_support import hooks_log, wait_until
 from memdir import Memdir
 from memdir.daemon import ask, socket_path
 
@@ -32,18 +33,7 @@ def _hook(home: Path, repo: Path, event: str, payload: dict[str, object],
                                            "MEMDIR_DAEMON": "0", **env})
 
 
-def _log(home: Path) -> str:
-    log = home / "logs" / "hooks.log"
-    return log.read_text() if log.exists() else ""
 
-
-def _wait(predicate: object, seconds: float = 60.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if callable(predicate) and predicate():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 @pytest.fixture
@@ -58,7 +48,7 @@ def daemon(home: Path, repo: Path) -> Iterator[subprocess.Popen[bytes]]:
                             env={**os.environ, "MEMDIR_HOME": str(home)},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        assert _wait(lambda: ask(home, {"op": "ping"}) is not None), "daemon did not start"
+        assert wait_until(lambda: ask(home, {"op": "ping"}) is not None, 60), "daemon did not start"
         yield proc
     finally:
         proc.terminate()
@@ -97,7 +87,7 @@ def test_a_slow_daemon_claims_nothing_the_hook_did_not_deliver(
         again = _hook(home, repo, "prompt", payload)
         if DEPLOY in again.stdout:
             break
-    assert DEPLOY in again.stdout, _log(home)  # the warm daemon's pick, delivered this time
+    assert DEPLOY in again.stdout, hooks_log(home)  # the warm daemon's pick, delivered this time
     assert _hook(home, repo, "prompt", payload).stdout.count(DEPLOY) == 0  # once a session
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from hook_support import hooks_log, write_transcript
 from memdir import Memdir
 
 Hook = Callable[..., subprocess.CompletedProcess[str]]
@@ -36,20 +37,7 @@ def _base(repo: Path, session: str = "sess-1", **extra: object) -> dict[str, obj
     return {"session_id": session, "cwd": str(repo), "transcript_path": "", **extra}
 
 
-def _transcript(path: Path, session: str, *lines: tuple[str, str]) -> Path:
-    rows = []
-    for n, (role, text) in enumerate(lines):
-        rows.append(json.dumps({
-            "type": role, "uuid": f"u{n}", "sessionId": session, "cwd": str(path.parent),
-            "timestamp": f"2026-11-20T09:00:{n:02d}Z", "isSidechain": False,
-            "message": {"role": role, "content": text}}))
-    path.write_text("\n".join(rows) + "\n")
-    return path
 
-
-def _log(home: Path) -> str:
-    log = home / "logs" / "hooks.log"
-    return log.read_text() if log.exists() else ""
 
 
 def test_session_start_prints_the_context(hook: Hook, home: Path, repo: Path) -> None:
@@ -97,7 +85,7 @@ def test_prompt_recalls_once_per_session(hook: Hook, home: Path, repo: Path) -> 
 
 def test_stop_extracts_from_the_transcript(hook: Hook, home: Path, repo: Path,
                                           tmp_path: Path) -> None:
-    path = _transcript(tmp_path / "s.jsonl", "sess-1",
+    path = write_transcript(tmp_path / "s.jsonl", "sess-1",
                        ("user", "I prefer pnpm over npm for this repo."),
                        ("assistant", "Noted, I will use pnpm."))
     result = hook("stop", {**_base(repo), "transcript_path": str(path),
@@ -105,7 +93,7 @@ def test_stop_extracts_from_the_transcript(hook: Hook, home: Path, repo: Path,
     assert result.returncode == 0 and result.stdout == ""
     with Memdir(home=home, project=repo) as md:
         assert [m.type for m in md.list()] == ["preference"]
-    other = _transcript(tmp_path / "t.jsonl", "sess-2",
+    other = write_transcript(tmp_path / "t.jsonl", "sess-2",
                         ("user", "I prefer tabs over spaces in Makefiles."), ("assistant", "OK"))
     active = hook("stop", {**_base(repo, "sess-2"), "transcript_path": str(other),
                            "stop_hook_active": True})
@@ -116,7 +104,7 @@ def test_stop_extracts_from_the_transcript(hook: Hook, home: Path, repo: Path,
 
 def test_session_end_returns_at_once_and_indexes_in_the_background(
         hook: Hook, home: Path, repo: Path, tmp_path: Path) -> None:
-    path = _transcript(tmp_path / "end.jsonl", "sess-9",
+    path = write_transcript(tmp_path / "end.jsonl", "sess-9",
                        ("user", "The quokka service pages on-call at night."),
                        ("assistant", "I will remember that."))
     started = time.monotonic()
@@ -130,7 +118,7 @@ def test_session_end_returns_at_once_and_indexes_in_the_background(
         time.sleep(0.2)
         with Memdir(home=home, project=repo) as md:
             hits = list(md.search("quokka", sources=("sessions",)))
-    assert hits, _log(home)
+    assert hits, hooks_log(home)
 
 
 @pytest.mark.parametrize("event", ["session-start", "prompt", "stop", "pre-compact",
@@ -139,7 +127,7 @@ def test_garbage_never_breaks_the_agent(hook: Hook, home: Path, event: str) -> N
     for stdin in ["not json at all", "[1, 2]", '{"truncated": ']:
         result = hook(event, stdin)
         assert result.returncode == 0 and result.stdout == "" and result.stderr == ""
-    assert "JSONDecodeError" in _log(home) or "not a JSON object" in _log(home)
+    assert "JSONDecodeError" in hooks_log(home) or "not a JSON object" in hooks_log(home)
     for stdin in ["", '{"transcript_path": 5, "prompt": [], "cwd": 7}']:  # odd but JSON
         result = hook(event, stdin)
         assert result.returncode == 0 and result.stderr == ""
@@ -148,7 +136,7 @@ def test_garbage_never_breaks_the_agent(hook: Hook, home: Path, event: str) -> N
 def test_a_missing_transcript_is_logged(hook: Hook, home: Path, repo: Path) -> None:
     result = hook("stop", {**_base(repo), "transcript_path": str(repo / "nope.jsonl")})
     assert result.returncode == 0 and result.stdout == ""
-    assert "no transcript at" in _log(home)
+    assert "no transcript at" in hooks_log(home)
 
 
 def test_a_read_only_home_exits_0(hook: Hook, home: Path, repo: Path) -> None:
@@ -171,7 +159,7 @@ def test_a_read_only_home_exits_0(hook: Hook, home: Path, repo: Path) -> None:
 def test_unknown_events_and_arguments_exit_0(hook: Hook, home: Path) -> None:
     result = hook("no-such-event", "{}", "--bogus", "--format")
     assert result.returncode == 0 and result.stdout == ""
-    assert "unknown hook event" in _log(home)
+    assert "unknown hook event" in hooks_log(home)
 
 
 def test_disabled_hooks_do_nothing(hook: Hook, home: Path, repo: Path) -> None:
@@ -232,7 +220,7 @@ def test_a_locked_index_holds_a_hook_no_longer_than_its_limit(
         holder.close()
     assert result.returncode == 0 and result.stderr == ""
     assert took < LIMITS[event] + 3, took  # interpreter start-up and imports on top
-    assert "locked" in _log(home) or "gave up" in _log(home)
+    assert "locked" in hooks_log(home) or "gave up" in hooks_log(home)
 
 
 def test_the_daemon_is_asked_about_the_hooks_own_project(
@@ -272,7 +260,7 @@ def test_warnings_go_to_the_hook_log_not_to_the_agent(hook: Hook, home: Path,
         holder.close()
     assert result.returncode == 0 and "Tuesdays" in result.stdout
     assert result.stderr == ""
-    assert "usage counters not updated" in _log(home)
+    assert "usage counters not updated" in hooks_log(home)
 
 
 @pytest.mark.parametrize("before", [["--home", "{home}"], ["--home={home}", "--json"],
@@ -298,5 +286,5 @@ def test_options_before_hook_still_take_the_hook_path(home: Path, repo: Path,
     for args in (("no-such-event",), ("prompt", "--bogus")):
         odd = run(*args, stdin="not json")
         assert odd.returncode == 0 and odd.stdout == "" and odd.stderr == ""
-    assert "unknown hook event" in _log(home) and "JSONDecodeError" in _log(home)
+    assert "unknown hook event" in hooks_log(home) and "JSONDecodeError" in hooks_log(home)
     assert not (repo.parent / "elsewhere").exists()

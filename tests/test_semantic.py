@@ -8,12 +8,12 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from conftest import CLI, cli_json
+from hook_support import wait_until
 from memdir import Memdir
 from memdir.daemon import ask, socket_path
 
@@ -128,13 +128,7 @@ def test_cli_reindex_embeddings_and_hybrid_search(cli: CLI) -> None:
     assert isinstance(data, list) and data[0]["memory"]["content"] == DEPLOY
 
 
-def _wait(predicate: object, seconds: float = 30.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if callable(predicate) and predicate():
-            return True
-        time.sleep(0.1)
-    return False
+
 
 
 def test_hooks_ask_the_warm_daemon(home: Path, repo: Path) -> None:
@@ -144,7 +138,7 @@ def test_hooks_ask_the_warm_daemon(home: Path, repo: Path) -> None:
     daemon = subprocess.Popen([sys.executable, "-m", "memdir", "daemon", "--idle", "60"],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        assert _wait(lambda: ask(home, {"op": "ping"}) is not None), "daemon did not start"
+        assert wait_until(lambda: ask(home, {"op": "ping"}) is not None, 30), "daemon did not start"
         payload = {"session_id": "d1", "cwd": str(repo),
                    "prompt": "what is our deployment process?"}
         result = subprocess.run([sys.executable, "-m", "memdir", "hook", "prompt"],
@@ -183,10 +177,10 @@ def test_a_daemon_starts_on_demand_and_leaves_when_idle(home: Path, repo: Path) 
                            input=json.dumps(payload), capture_output=True, text=True, env=env,
                            cwd=repo, timeout=60)
     assert first.returncode == 0 and DEPLOY not in first.stdout  # FTS in the hook itself
-    assert _wait(lambda: ask(home, {"op": "ping"}) is not None), "no daemon was started"
+    assert wait_until(lambda: ask(home, {"op": "ping"}) is not None, 30), "no daemon was started"
     pid = ask(home, {"op": "ping"})["pid"]  # type: ignore[index]
     os.kill(pid, 15)
-    assert _wait(lambda: not socket_path(home).exists(), 10)
+    assert wait_until(lambda: not socket_path(home).exists(), 10)
     idle = subprocess.Popen([sys.executable, "-m", "memdir", "daemon", "--idle", "1"], env=env)
     assert idle.wait(60) == 0  # nothing asked: it leaves by itself
     assert not socket_path(home).exists()

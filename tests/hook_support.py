@@ -1,0 +1,36 @@
+"""Helpers the hook tests share: the hooks' log, a transcript as Claude Code writes it, and
+waiting for something a background process does."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+
+def hooks_log(home: Path) -> str:
+    """What the hooks of ``home`` logged so far ('' before the first line)."""
+    log = home / "logs" / "hooks.log"
+    return log.read_text() if log.exists() else ""
+
+
+def write_transcript(path: Path, session: str, *lines: tuple[str, str]) -> Path:
+    """A Claude Code transcript (JSON Lines) of ``(role, text)`` turns at ``path``."""
+    rows = []
+    for n, (role, text) in enumerate(lines):
+        rows.append(json.dumps({
+            "type": role, "uuid": f"u{n}", "sessionId": session, "cwd": str(path.parent),
+            "timestamp": f"2026-11-20T09:00:{n:02d}Z", "isSidechain": False,
+            "message": {"role": role, "content": text}}))
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def wait_until(predicate: object, seconds: float) -> bool:
+    """Whether ``predicate()`` became true within ``seconds`` (checked every 0.1 s)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if callable(predicate) and predicate():
+            return True
+        time.sleep(0.1)
+    return False
