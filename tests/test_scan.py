@@ -108,3 +108,81 @@ def test_c_and_python_name_checksums_agree(tmp_path: Path,
         assert fingerprint._listed(folder) == got
     names = ["fact_a.md", "fact_é-日本.md", "emoji_😀.md", "dir.md"]
     assert got == (4, fingerprint.names_sum(names))
+
+
+def _every_kind(folder: Path, outside: Path, count: int = 0) -> None:
+    folder.mkdir()
+    outside.write_text("x" * 7)
+    for name, text in (("fact_plain.md", "hello"), ("fact_café-日本.md", "unicode"),
+                       ("empty.md", ""), ("MEMORY.md", "index"), (".fact_hidden.md", "tmp"),
+                       ("notes.txt", "no"), (".md", "suffix")):
+        (folder / name).write_text(text)
+    (folder / "dir.md").mkdir()
+    (folder / "link.md").symlink_to(outside)
+    (folder / "dangling.md").symlink_to(outside.parent / "nowhere.md")
+    os.mkfifo(folder / "fifo.md")
+    os.utime(folder / "fact_plain.md", ns=(1, 1_700_000_000_123_456_789))
+    os.utime(folder / "empty.md", ns=(1, -5_000_000_123))  # before 1970: a negative mtime
+    with open(os.fsencode(folder) + b"/fact_\xff\xfe.md", "wb") as fh:
+        fh.write(b"not UTF-8")
+    for n in range(count):  # enough files for the C side to split the stat calls
+        (folder / f"fact_{n}.md").write_text("y" * (n % 23))
+
+
+@pytest.mark.parametrize("count", [0, 2000])
+def test_the_probe_is_the_scans_fingerprint_and_names(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      count: int) -> None:
+    # Reconcile trusts a probe (no listing built) where the C part is built, and compares a
+    # scan where it is not: both must give the same fingerprint and names checksum, bit for
+    # bit, or every command would compare all rows again after switching.
+    from memdir import fingerprint
+
+    folder = tmp_path / "memories"
+    _every_kind(folder, tmp_path / "outside.md", count)
+    probed = fingerprint.probe(folder)
+    with monkeypatch.context() as patch:
+        patch.setattr(files, "native", None)
+        assert fingerprint.probe(folder) is None  # no C part: reconcile scans
+        scanned, disk = fingerprint.scan(folder)
+    assert probed == (scanned, fingerprint.names_sum(disk))
+    assert len(disk) == 4 + count
+    assert fingerprint.probe(tmp_path / "missing") is None
+
+
+def test_a_probe_sees_an_edit_in_place_a_rename_and_a_new_file(tmp_path: Path) -> None:
+    from memdir import fingerprint
+
+    folder = tmp_path / "m"
+    folder.mkdir()
+    for n in range(600):
+        (folder / f"fact_{n}.md").write_text("z" * 10)
+    seen = {fingerprint.probe(folder)}
+    with open(folder / "fact_599.md", "r+") as fh:  # same size, new mtime: edited in place
+        fh.write("Z")
+    os.utime(folder / "fact_599.md", ns=(1, 42))
+    seen.add(fingerprint.probe(folder))
+    (folder / "fact_0.md").rename(folder / "fact_renamed.md")
+    seen.add(fingerprint.probe(folder))
+    (folder / "fact_new.md").write_text("new")
+    seen.add(fingerprint.probe(folder))
+    assert len(seen) == 4
+
+
+def test_a_store_reconciles_the_same_without_the_c_part(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The whole read path without memdir._scan: hand edits and deletions are still seen.
+    from memdir import Memdir
+
+    monkeypatch.setattr(files, "native", None)
+    project = tmp_path / "project"
+    project.mkdir()
+    with Memdir(home=tmp_path / "home", project=project, semantic=False) as md:
+        kept = md.store("the staging database is refreshed every friday", type="fact")
+        gone = md.store("deploys go out from the release branch", type="fact")
+        assert kept.path is not None and gone.path is not None
+    kept.path.write_text(kept.path.read_text().replace("friday", "tuesday"))
+    gone.path.unlink()
+    with Memdir(home=tmp_path / "home", project=project, semantic=False) as md:
+        assert [h.memory.id for h in md.search("tuesday")] == [kept.id]
+        assert md.search("friday") == [] and md.search("release branch") == []

@@ -1,7 +1,5 @@
 """python -m memdir"""
 
-import sys
+from memdir.cli.main import run
 
-from memdir.cli.main import main
-
-sys.exit(main())
+run()

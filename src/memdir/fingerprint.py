@@ -43,8 +43,8 @@ from pathlib import Path
 from memdir import files
 from memdir.files import is_memory_file, scan_dir
 
-__all__ = ["RACY_NS", "Change", "Saved", "State", "carry", "forget", "load",
-           "names_sum", "save", "save_unless_changed", "scan", "settled", "trusted"]
+__all__ = ["RACY_NS", "Change", "Saved", "State", "carry", "forget", "load", "matches",
+           "names_sum", "probe", "save", "save_unless_changed", "scan", "settled", "trusted"]
 
 State = tuple[int, int]  # a file's (mtime_ns, size)
 Change = tuple[State | None, State]  # a written file's state before (None: created), after
@@ -138,6 +138,36 @@ def scan(path: Path) -> tuple[str, dict[str, State]]:
     mtimes = sum(state[0] for state in disk.values())
     sizes = sum(state[1] for state in disk.values())
     return _format(dir_mtime, len(disk), mtimes, sizes), disk
+
+
+def probe(path: Path) -> tuple[str, int] | None:
+    """The directory's fingerprint and names checksum, as :func:`scan` and :func:`names_sum`
+    give them, without listing its files: what reconcile checks first, since a directory
+    has almost never changed since the last command. In C, the ``stat`` calls split between
+    two threads (at 10,000 files 12 ms instead of 21). None where the C part is not built,
+    or the directory cannot be opened: then :func:`scan` tells."""
+    if files.native is None or os.stat not in os.supports_dir_fd:
+        return None
+    try:
+        dir_mtime = os.stat(path).st_mtime_ns
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return None
+    try:
+        count, mtimes, sizes, names = files.native.fingerprint(fd)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return _format(dir_mtime, count, mtimes, sizes), names
+
+
+def matches(saved: Saved | None, fingerprint: str, names: int) -> bool:
+    """:func:`trusted`, for a :func:`probe`: the fingerprint is the saved one and, if that is
+    racy, so is the names checksum."""
+    if saved is None or saved.fingerprint != fingerprint:
+        return False
+    return not saved.racy or saved.names == names
 
 
 def trusted(saved: Saved | None, fingerprint: str, disk: Mapping[str, State]) -> bool:

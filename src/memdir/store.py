@@ -332,8 +332,15 @@ def reconcile(index: Index, dirs: Sequence[MemoryDir]) -> bool:
         # The saved row before the scan: a write committed after this read bumps its
         # generation, and the unlocked save below then leaves the newer row alone.
         saved = fp.load(index.conn, mdir.key)
-        fingerprint, disk = fp.scan(mdir.path)
-        if fp.trusted(saved, fingerprint, disk):
+        # First without listing the files (the usual case: nothing changed), else in full.
+        probed = fp.probe(mdir.path) if saved is not None else None
+        if probed is not None:
+            fingerprint, names = probed
+            unchanged = fp.matches(saved, fingerprint, names)
+        else:
+            fingerprint, disk = fp.scan(mdir.path)
+            unchanged = fp.trusted(saved, fingerprint, disk)
+        if unchanged:
             if (saved is not None and saved.racy and saved.names is not None
                     and fp.settled(fingerprint)):
                 # Checked by names while racy (so saved.names is the listing's), and the
@@ -341,6 +348,8 @@ def reconcile(index: Index, dirs: Sequence[MemoryDir]) -> bool:
                 # its mtime alone.
                 _save_unlocked(index, mdir, fingerprint, saved.names, saved)
             continue
+        if probed is not None:
+            fingerprint, disk = fp.scan(mdir.path)
         changed, gone = _diff(index.conn, mdir, disk)
         if not changed and not gone:
             _save_unlocked(index, mdir, fingerprint, fp.names_sum(disk), saved)
