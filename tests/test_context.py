@@ -332,7 +332,8 @@ def test_stats_show_llm_calls_and_budget(cli: CLI, monkeypatch: pytest.MonkeyPat
 
 def test_ranking_a_store_reads_only_the_covering_index(md: Memdir) -> None:
     # Session start ranks every memory of a store: each ordered query over memories must be
-    # answered from the memories_strength index, never by reading the wide rows (bodies).
+    # answered from an index (memories_strength, or memories_strength_key for the strength order),
+    # never by reading the wide rows (bodies).
     md.store_many([{"content": f"Policy {n}: review step {n} before merging", "type": "policy",
                     "relevance": "high"} for n in range(40)]
                   + [{"content": f"Fact {n} about module {n}", "type": "fact"} for n in range(40)]
@@ -352,9 +353,13 @@ def test_ranking_a_store_reads_only_the_covering_index(md: Memdir) -> None:
     finally:
         conn.set_trace_callback(None)
     assert len(ranked) >= 3  # layer A, and the strength rankings of layers B and C
+    plans = []
     for sql in ranked:
         plan = " | ".join(str(row[3]) for row in conn.execute("EXPLAIN QUERY PLAN " + sql))
-        assert "COVERING INDEX memories_strength" in plan, (sql, plan)
+        index = "memories_strength_key" if "m.strength_key" in sql else "memories_strength"
+        assert f"COVERING INDEX {index}" in plan, (sql, plan)
+        plans.append(index)
+    assert "memories_strength_key" in plans and "memories_strength" in plans
 
 
 @pytest.mark.parametrize("count", ["0", "none", 0, False])

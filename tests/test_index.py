@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from pathlib import Path
 
@@ -48,7 +49,9 @@ def test_rows_written_before_the_julian_day_column_get_it(home: Path, repo: Path
         md.store_many([{"content": f"Note {n} on caching", "type": "fact"} for n in range(3)])
         with md.index.write() as w:
             w.execute("UPDATE memories SET updated_jd = NULL, updated = '2026-01-02T03:04:05Z'")
-            w.execute("DELETE FROM schema_migrations WHERE version = ?", (len(MIGRATIONS),))
+            w.execute("DELETE FROM schema_migrations WHERE version >= 14")
+            w.execute("DROP INDEX memories_strength_key")  # as before migration 15
+            w.execute("ALTER TABLE memories DROP COLUMN strength_key")
             w.execute("DROP INDEX memories_strength")  # as migration 10 made it
             w.execute("CREATE INDEX memories_strength ON memories "
                       "(dir, status, type, relevance, updated, reinforced, id, file)")
@@ -63,6 +66,48 @@ def test_rows_written_before_the_julian_day_column_get_it(home: Path, repo: Path
         jd, expected = conn.execute("SELECT updated_jd, julianday(updated) FROM memories "
                                     "WHERE id = ?", (memory.id,)).fetchone()
         assert jd == expected and jd > rows[0][0]
+
+
+def _rank(relevance: float, reinforced: int, uses: int, updated_jd: float,
+          accessed_jd: float | None) -> float:
+    """The strength key's formula (memdir.index.strength_key_sql), in Python."""
+    last = max(updated_jd, accessed_jd or 0.0)
+    return math.log2(relevance * (1 + 0.25 * math.log1p(reinforced + uses))) + last / 90.0
+
+
+def _ranks(conn: sqlite3.Connection) -> list[tuple[float, float]]:
+    rows = conn.execute(
+        "SELECT m.strength_key, m.relevance, m.reinforced, COALESCE(u.access_count, 0), "
+        "m.updated_jd, julianday(u.last_accessed) FROM memories m "
+        "LEFT JOIN usage u ON u.dir = m.dir AND u.id = m.id ORDER BY m.rowid").fetchall()
+    return [(row[0], _rank(*row[1:])) for row in rows]
+
+
+def test_the_strength_key_follows_every_write_and_every_access(md: Memdir) -> None:
+    # The strength key (what session-start context reads the strongest memories by) is kept by the
+    # one write statement and by usage updates; migration 15 gives it to existing rows.
+    stored = md.store_many([{"content": f"Rule {n}: never deploy on friday {n}",
+                             "type": "policy", "relevance": 0.3 + n / 10} for n in range(5)])
+    conn = md.index.conn
+    ranks = _ranks(conn)
+    assert len(ranks) == 5 and all(got == pytest.approx(want, abs=1e-9) for got, want in ranks)
+    before = dict(zip((m.id for m in stored), (r for r, _ in ranks), strict=True))
+    md.get(stored[0].id)  # an access: more uses, a later last access
+    md.store(stored[1].body, type="policy")  # a duplicate: reinforced
+    md.update(stored[2].id, relevance=0.95)
+    ranks = _ranks(conn)
+    assert all(got == pytest.approx(want, abs=1e-9) for got, want in ranks)
+    after = {m.id: conn.execute("SELECT strength_key FROM memories WHERE id = ?",
+                                (m.id,)).fetchone()[0] for m in stored}
+    assert [after[m.id] > before[m.id] for m in stored] == [True, True, True, False, False]
+    # An index from before migration 15: the column, the index and the version go back.
+    with md.index.write() as w:
+        w.execute("DROP INDEX memories_strength_key")
+        w.execute("ALTER TABLE memories DROP COLUMN strength_key")
+        w.execute("DELETE FROM schema_migrations WHERE version = 15")
+    md.index.close()
+    conn = md.index.conn
+    assert [round(r, 9) for r, _ in _ranks(conn)] == [round(after[m.id], 9) for m in stored]
 
 
 def test_fts_query_is_always_valid_fts5() -> None:

@@ -19,7 +19,7 @@ import json
 import math
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -29,8 +29,8 @@ from memdir.files import index_line
 from memdir.index_schema import migrate
 from memdir.model import Memory, Scope, format_time, now, parse_time
 
-__all__ = ["BM25_WEIGHTS", "MEMORY_COLUMNS", "Index", "busy_timeout_ms", "connect", "decode_meta",
-           "encode_meta", "set_deadline"]
+__all__ = ["BM25_WEIGHTS", "KEY_HALF_LIFE_DAYS", "MEMORY_COLUMNS", "Index", "busy_timeout_ms",
+           "connect", "decode_meta", "encode_meta", "set_deadline", "strength_key_sql"]
 
 BUSY_TIMEOUT_MS = 30_000
 USAGE_TIMEOUT_MS = 100
@@ -51,12 +51,43 @@ MEMORY_COLUMNS = (
 )
 # updated_jd (the strength ranking's number) is computed by SQLite from the updated text the
 # row carries, so that it cannot disagree with julianday(updated).
+#
+# strength_key: a memory's strength with the time it is read at taken out, so that the
+# strongest memories are read from an index (memories_strength_key) instead of computing every
+# memory's strength at every session start (memdir.ranking). For a memory last updated or
+# accessed at Julian day t, before now: strength = weight(type) × 2 ** (key − now / 90), where
+#   key = log2(relevance × (1 + 0.25 × ln(1 + reinforced + access_count))) + t / 90
+# (DESIGN §4's formula, for the usual 90-day half-life; NULL at relevance 0). SQLite computes
+# it in the one statement that writes a row, and :meth:`Index.touch` when usage changes it.
+KEY_HALF_LIFE_DAYS = 90.0
+_USAGE_OF = "(SELECT {column} FROM usage WHERE dir = {dir} AND id = {id})"
+
+
+def strength_key_sql(dir: str, id: str, relevance: str, reinforced: str, updated_jd: str) -> str:
+    """The strength key of one row as SQL, from SQL expressions for its columns (and its
+    usage)."""
+    uses = f"COALESCE({_USAGE_OF.format(column='access_count', dir=dir, id=id)}, 0)"
+    seen = f"COALESCE({_USAGE_OF.format(column='julianday(last_accessed)', dir=dir, id=id)}, 0)"
+    return (f"log2({relevance} * (1 + 0.25 * ln(1 + max(0, {reinforced} + {uses})))) + "
+            f"max({updated_jd}, {seen}) / {KEY_HALF_LIFE_DAYS!r}")
+
+
+def _param(column: str) -> str:
+    return f"?{MEMORY_COLUMNS.index(column) + 1}"
+
+
 _UPSERT = (
-    f"INSERT INTO memories ({', '.join(MEMORY_COLUMNS)}, updated_jd) "
-    f"VALUES ({', '.join('?' * len(MEMORY_COLUMNS))}, "
-    f"julianday(?{MEMORY_COLUMNS.index('updated') + 1})) "
-    "ON CONFLICT (dir, file) DO UPDATE SET "
-    + ", ".join(f"{c} = excluded.{c}" for c in (*MEMORY_COLUMNS[2:], "updated_jd")))
+    f"INSERT INTO memories ({', '.join(MEMORY_COLUMNS)}, updated_jd, strength_key) "
+    f"VALUES ({', '.join('?' * len(MEMORY_COLUMNS))}, julianday({_param('updated')}), "
+    + strength_key_sql(_param("dir"), _param("id"), _param("relevance"), _param("reinforced"),
+               f"julianday({_param('updated')})")
+    + ") ON CONFLICT (dir, file) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}"
+                for c in (*MEMORY_COLUMNS[2:], "updated_jd", "strength_key")))
+_REKEY = ("UPDATE memories SET strength_key = "
+          + strength_key_sql("memories.dir", "memories.id", "relevance", "reinforced",
+                             "updated_jd")
+          + " WHERE dir = ? AND id = ?")
 
 # A time.monotonic() value by which this process must be done waiting for the write lock
 # (None: wait up to BUSY_TIMEOUT_MS). Hook processes set it: the alarm that enforces their
@@ -78,6 +109,25 @@ def busy_timeout_ms() -> int:
     return max(0, min(BUSY_TIMEOUT_MS, int((_deadline - time.monotonic()) * 1000)))
 
 
+def _log(base: float | None) -> Callable[[Any], float | None]:
+    def log(x: Any) -> float | None:  # as SQLite's: NULL outside the domain
+        if x is None or float(x) <= 0:
+            return None
+        return math.log(float(x)) if base is None else math.log(float(x), base)
+    return log
+
+
+def _ensure_math(conn: sqlite3.Connection) -> None:
+    """SQLite builds without the math functions (the strength key and ranking) get Python
+    ones: the same results, slower."""
+    try:
+        conn.execute("SELECT pow(2, 3), ln(2), log2(2)").fetchone()
+    except sqlite3.OperationalError:
+        conn.create_function("pow", 2, lambda a, b: float(a) ** float(b), deterministic=True)
+        conn.create_function("ln", 1, _log(None), deterministic=True)
+        conn.create_function("log2", 1, _log(2.0), deterministic=True)
+
+
 def connect(path: Path) -> sqlite3.Connection:
     """Open the index with memdir's settings. The only place a connection is configured."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -93,6 +143,7 @@ def connect(path: Path) -> sqlite3.Connection:
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
             conn.execute("PRAGMA foreign_keys = ON")
+            _ensure_math(conn)
             return conn
         except sqlite3.OperationalError as exc:
             # Opening while another process checkpoints or recovers the WAL can answer
@@ -268,14 +319,19 @@ class Index:
                 "INSERT INTO usage (dir, id, access_count, last_accessed) VALUES (?, ?, 1, ?) "
                 "ON CONFLICT (dir, id) DO UPDATE SET access_count = access_count + 1, "
                 "last_accessed = excluded.last_accessed",
-                [(d, i, stamp) for d, i in items], "usage counters not updated")
+                [(d, i, stamp) for d, i in items], "usage counters not updated",
+                then=(_REKEY, items))  # their strength key counts the access
 
-    def try_write(self, sql: str, rows: Sequence[Sequence[Any]], what: str) -> bool:
-        """A small write on a read path: waits briefly for the lock, logs instead of raising."""
+    def try_write(self, sql: str, rows: Sequence[Sequence[Any]], what: str, *,
+                  then: tuple[str, Sequence[Sequence[Any]]] | None = None) -> bool:
+        """A small write on a read path: waits briefly for the lock, logs instead of raising.
+        ``then``: a second statement and its rows, in the same transaction."""
         conn = self.conn
         try:
             with self.write(wait_ms=USAGE_TIMEOUT_MS) as tx:
                 tx.executemany(sql, rows)
+                if then is not None:
+                    tx.executemany(*then)
             return True
         except (sqlite3.Error, IndexBusyError) as exc:
             warn("memdir: %s (%s); the read succeeded", what, exc)

@@ -3,10 +3,16 @@ and C) and ``memdir stats``' histogram.
 
 :func:`memdir.search.strength` written as one SQL expression (type weight × relevance ×
 half-life decay from the last update or access × reinforcement), so SQLite ranks a large
-store in C with a bounded top-k sort and Python sees only the best ``POOL`` rows. Invariants:
-the SQL gives the same value as ``strength()`` for every memory (``tests/test_context.py``);
-only active memories of the directories asked for are ranked; a memory whose ``paths`` globs
-cover a file at hand is multiplied by ``PATH_BOOST`` wherever it ranks.
+store in C, and Python sees only the best ``POOL`` rows. It does not even compute every
+memory's strength: each row carries a time-free ``strength_key``
+(:func:`memdir.index.strength_key_sql`) in an index, with strength = weight × 2 ** (key − now /
+90) for the usual half-life, so the strongest are read in key order (:func:`_strongest`).
+
+Invariants: the SQL gives the same value as ``strength()`` for every memory
+(``tests/test_context.py``); the pool is exactly the ``POOL`` strongest, as if every strength
+had been computed (``tests/test_ranking.py``), memories dated in the future included; only
+active memories of the directories asked for are ranked; a memory whose ``paths`` globs cover
+a file at hand is multiplied by ``PATH_BOOST`` wherever it ranks.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from memdir.index import KEY_HALF_LIFE_DAYS
 from memdir.search import HALF_LIFE_DAYS, TEMPORARY_HALF_LIFE_DAYS, glob_matches
 from memdir.taxonomy import TypeSpec
 
@@ -25,10 +32,11 @@ if TYPE_CHECKING:
     from memdir.store import MemoryDir
 
 __all__ = ["JOIN", "PATH_BOOST", "POOL", "Ranked", "Ranking", "active_strengths",
-           "active_where", "ensure_math", "types_of"]
+           "active_where", "types_of"]
 
 PATH_BOOST = 1.5
 POOL = 400  # candidates ranked per layer; more never fit an injection budget
+_OTHER_WEIGHT = 0.7  # a type the taxonomy does not know (a hand-edited file)
 
 
 def active_where(dirs: Sequence[MemoryDir]) -> tuple[str, list[Any]]:
@@ -37,15 +45,8 @@ def active_where(dirs: Sequence[MemoryDir]) -> tuple[str, list[Any]]:
 
 
 JOIN = "FROM memories m LEFT JOIN usage u ON u.dir = m.dir AND u.id = m.id"
-
-
-def ensure_math(conn: sqlite3.Connection) -> None:
-    """SQLite builds without the math functions get Python ones (same results, slower)."""
-    try:
-        conn.execute("SELECT pow(2, 3), ln(2)").fetchone()
-    except sqlite3.OperationalError:
-        conn.create_function("pow", 2, lambda a, b: float(a) ** float(b), deterministic=True)
-        conn.create_function("ln", 1, lambda a: math.log(a), deterministic=True)
+# The same rows read in key order (status, then strength key: the strongest first).
+_BY_KEY = JOIN.replace("memories m", "memories m INDEXED BY memories_strength_key")
 
 
 def types_of(dirs: Sequence[MemoryDir], test: Callable[[TypeSpec], bool]) -> tuple[str, list[Any]]:
@@ -73,7 +74,8 @@ def _strength_sql(dirs: Sequence[MemoryDir], at: datetime) -> tuple[str, list[An
         cond, cparams = types_of(dirs, _weighs(weight))
         weights.append(f"WHEN {cond} THEN {weight!r}")
         params.extend(cparams)
-    weight_sql = f"(CASE {' '.join(weights)} ELSE 0.7 END)" if weights else "0.7"
+    weight_sql = (f"(CASE {' '.join(weights)} ELSE {_OTHER_WEIGHT!r} END)" if weights
+                  else repr(_OTHER_WEIGHT))
     temporary, tparams = types_of(dirs, lambda t: t.temporary)
     expr = (f"{weight_sql} * m.relevance * pow(0.5, max(0.0, ? - max(m.updated_jd, "
             f"COALESCE(julianday(u.last_accessed), 0))) / (CASE WHEN {temporary} THEN "
@@ -87,7 +89,6 @@ def active_strengths(conn: sqlite3.Connection, dirs: Sequence[MemoryDir],
     """The strength of every active memory of ``dirs`` (``memdir stats``' histogram)."""
     if not dirs:
         return []
-    ensure_math(conn)
     where, params = active_where(dirs)
     expr, sparams = _strength_sql(dirs, at)
     return [float(r[0]) for r in conn.execute(f"SELECT {expr} {JOIN} WHERE {where}",
@@ -97,11 +98,11 @@ def active_strengths(conn: sqlite3.Connection, dirs: Sequence[MemoryDir],
 Ranked = list[tuple[int, float, bool]]
 
 
-def _query(expr: str, where: str, procedural: bool, tail: str) -> str:
+def _query(expr: str, where: str, procedural: bool, tail: str, source: str = JOIN) -> str:
     """(rowid, strength, proven) of the memories matching ``where``, then ``tail``."""
     if not procedural:  # as it is: wrapped in a sub-query, SQLite takes 2 ms longer at 10k
-        return f"SELECT m.rowid, {expr} AS s, 0 {JOIN} WHERE {where}{tail}"
-    inner = f"SELECT m.rowid AS rid, {expr} AS s {JOIN} WHERE {where}{tail}"
+        return f"SELECT m.rowid, {expr} AS s, 0 {source} WHERE {where}{tail}"
+    inner = f"SELECT m.rowid AS rid, {expr} AS s {source} WHERE {where}{tail}"
     # Whether a procedure is proven lives in its metadata, in the wide row: read it for the
     # best POOL only, so that ranking them stays on the covering index.
     # CAST: a count written as text ("0") would otherwise compare greater than any number.
@@ -117,7 +118,6 @@ def _ranked(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], at: datetime,
 
     SQLite computes each strength once (the two queries split the rows by type) and keeps
     the best with a bounded top-k sort; only then does Python look at rows."""
-    ensure_math(conn)
     where, params = active_where(dirs)
     kind, kparams = types_of(dirs, lambda t: t.layer == "procedural")
     expr, sparams = _strength_sql(dirs, at)
@@ -125,9 +125,7 @@ def _ranked(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], at: datetime,
     for procedural in (False, True):
         where_kind = f"{where} AND {'' if procedural else 'NOT '}{kind}"
         args = [*sparams, *params, *kparams]
-        found = {row[0]: row for row in conn.execute(
-            _query(expr, where_kind, procedural, f" ORDER BY s DESC, m.rowid LIMIT {POOL}"),
-            args)}
+        found = _strongest(conn, dirs, at, expr, where_kind, args, procedural)
         boosted: set[int] = set()
         if paths:  # memories about the files at hand may rank anywhere: find them all
             candidates = conn.execute(
@@ -145,6 +143,42 @@ def _ranked(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], at: datetime,
         ranked.sort(key=lambda t: (-t[1], t[0]))
         out.append(ranked)
     return out[0], out[1]
+
+
+def _strongest(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], at: datetime, expr: str,
+               where: str, args: list[Any], procedural: bool) -> dict[int, Any]:
+    """The ``POOL`` strongest memories matching ``where`` (rowid -> (rowid, strength,
+    proven)): exactly those that computing every strength would keep.
+
+    Memories of types with the key's half-life are read in key order. The first ``POOL``
+    give a floor: the weakest of them, ``s_min``, is at most the pool's last strength. Every
+    memory's strength is at most ``max_weight × 2 ** (key − now / 90)`` (equal unless it is
+    dated in the future), so no memory whose key is below ``log2(s_min / max_weight) + now / 90``
+    can be in the pool: the second query computes the strength of only those above (a few
+    hundred more at 10k memories). Temporary types (another half-life) are computed in full,
+    as is everything when fewer than ``POOL`` memories match or the floor is 0."""
+    temporary, tparams = types_of(dirs, lambda t: t.temporary)
+    pool = f" ORDER BY s DESC, m.rowid LIMIT {POOL}"
+    found = {} if temporary == "0" else {row[0]: row for row in conn.execute(
+        _query(expr, f"{where} AND {temporary}", procedural, pool), [*args, *tparams])}
+    ranked = f"{where} AND NOT {temporary}"
+    weakest, count = conn.execute(
+        f"SELECT min(s), count(*) FROM (SELECT {expr} AS s {_BY_KEY} WHERE {ranked} "
+        f"ORDER BY m.strength_key DESC LIMIT {POOL})", [*args, *tparams]).fetchone()
+    if count < POOL or not weakest or weakest <= 0:
+        rows = conn.execute(_query(expr, ranked, procedural, pool), [*args, *tparams])
+    else:
+        heaviest = max([_OTHER_WEIGHT, *(t.weight for d in dirs for t in d.taxonomy.types)])
+        # Less a hair: the key and the strength are computed apart and may differ in the
+        # last bits, and a memory exactly at the floor belongs in.
+        floor = math.log2(weakest / heaviest) + _julian(at) / KEY_HALF_LIFE_DAYS - 1e-9
+        rows = conn.execute(_query(expr, f"{ranked} AND m.strength_key >= ?", procedural, pool,
+                                   _BY_KEY), [*args, *tparams, floor])
+    found.update({row[0]: row for row in rows})
+    if len(found) > POOL:  # temporary and other types together: the strongest of both
+        best = sorted(found.values(), key=lambda r: (-float(r[1]), r[0]))[:POOL]
+        found = {row[0]: row for row in best}
+    return found
 
 
 class Ranking:
