@@ -119,9 +119,9 @@ def test_index_is_capped_at_200_lines_with_a_hint(md: Memdir) -> None:
 @pytest.mark.parametrize("cap", [10, 30])  # 205 memories: a query per type; one pass
 def test_overflow_pages_list_the_most_relevant_and_say_how_to_find_the_rest(
         md: Memdir, monkeypatch: pytest.MonkeyPatch, cap: int) -> None:
-    import memdir.store
+    import memdir.listing
 
-    monkeypatch.setattr(memdir.store, "OVERFLOW_LINES", cap)
+    monkeypatch.setattr(memdir.listing, "OVERFLOW_LINES", cap)
     md.store_many([{"content": f"fact {n} about subsystem {n}", "type": "fact",
                     "name": f"fact {n:03d}", "relevance": 0.9 - n / 1000} for n in range(200)]
                   + [{"content": f"decision {n} on design {n}", "type": "decision",

@@ -89,10 +89,10 @@ def test_changes_by_another_program_during_a_write_are_not_absorbed(
     md.reconcile()
     real = memdir.placing.regenerate_index
 
-    def meanwhile(conn: object, mdir: memdir.store.MemoryDir) -> None:
+    def meanwhile(conn: object, mdir: memdir.store.MemoryDir, *rest: object) -> None:
         # Another program acts while memdir holds the write lock, its files written.
         change(mdir.path)
-        real(conn, mdir)  # type: ignore[arg-type]
+        real(conn, mdir, *rest)  # type: ignore[arg-type]
 
     monkeypatch.setattr(memdir.placing, "regenerate_index", meanwhile)
     md.store_many(_batch(size, "gamma"))

@@ -226,9 +226,11 @@ def _generated(page: Path) -> bool:
     return head.startswith("# More ") and _MARKER in head
 
 
-def write_overflow(directory: Path, rest: dict[str, Overflow]) -> None:
+def write_overflow(directory: Path, rest: dict[str, Overflow], *,
+                   keep: set[str] | None = None) -> None:
     """``index/<type>.md`` for the index lines MEMORY.md has no room for; stale ones removed.
-    Links are made relative to the ``index`` folder.
+    Links are made relative to the ``index`` folder. ``keep``: the types whose pages stay
+    (default: those of ``rest``), when ``rest`` holds only the pages that changed.
 
     Only memdir's own pages are ever replaced or removed: an ``index`` that is a symlink or a
     file, a page memdir did not write, and a type name unfit for a file name are left alone
@@ -251,7 +253,7 @@ def write_overflow(directory: Path, rest: dict[str, Overflow]) -> None:
     rest = {kind: page for kind, page in rest.items() if _KIND.match(kind)}
     if not rest and mode is None:
         return
-    wanted = {f"{kind}.md" for kind in rest}
+    wanted = {f"{kind}.md" for kind in (rest if keep is None else keep)}
     if mode is not None:
         for old in folder.glob("*.md"):
             if old.name not in wanted and _generated(old):

@@ -31,6 +31,7 @@ from memdir import fingerprint as fp
 from memdir.errors import MemdirError
 from memdir.files import atomic_write, new_id
 from memdir.index import Index, memory_to_row
+from memdir.listing import regenerate_index, touching
 from memdir.markdown import render
 from memdir.model import Memory
 from memdir.new_files import NewFiles
@@ -43,7 +44,6 @@ from memdir.store import (
     name_base,
     name_taken,
     norm_hash,
-    regenerate_index,
 )
 
 __all__ = ["BULK", "write_new"]
@@ -236,6 +236,7 @@ def write_new(index: Index, mdir: MemoryDir, memories: Sequence[Memory]) -> list
             # and a thread back from the kernel waits for the GIL up to 5 ms.)
             stats = [_write(folder, p, new, written, fsync=not bulk) for p in placed]
             rows = [_row(mdir, p, st) for p, st in zip(placed, stats, strict=True)]
+            touched = touching(conn, mdir, {p.memory.type for p in placed})
             if len(placed) >= BULK:
                 with index.deferred_fts(conn, len(new)):
                     index.upsert_many(conn, rows)
@@ -244,7 +245,7 @@ def write_new(index: Index, mdir: MemoryDir, memories: Sequence[Memory]) -> list
             after = [(st.st_mtime_ns, st.st_size) for st in stats]
             if bulk:
                 os.sync()  # one flush for the whole batch instead of one fsync() per file
-            regenerate_index(conn, mdir)
+            regenerate_index(conn, mdir, touched)
             if len(before) == len(rewritten):
                 fp.carry(conn, mdir.key, mdir.path, {
                     p.path.name: (before.get(p.path.name), state)

@@ -18,8 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,18 +31,13 @@ from memdir.errors import (
     PathTraversalError,
 )
 from memdir.files import (
-    INDEX_HEAD,
-    INDEX_KEEP,
-    OVERFLOW_LINES,
     FileState,
-    Overflow,
     atomic_write,
     scan_dir,
     slugify,
-    write_index,
-    write_overflow,
 )
 from memdir.index import Index, memory_to_row
+from memdir.listing import index_deferred, regenerate_index, touching
 from memdir.markdown import parse, render
 from memdir.model import Memory, Scope
 from memdir.paths import safe_join
@@ -137,14 +131,22 @@ def modify(index: Index, mdir: MemoryDir, path: Path, change: Callable[[Memory],
         if rename:
             name = file_name(conn, mdir, updated, {path.name})
             updated = updated.replace(path=safe_join(mdir.path, name))
+        touched = touching(conn, mdir, {current.type, updated.type, *_row_type(conn, mdir, path)})
         write_file(index, conn, mdir, updated, exclusive=updated.path != path)
         if updated.path != path:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
             conn.execute("DELETE FROM memories WHERE dir = ? AND file = ?", (mdir.key, path.name))
-        regenerate_index(conn, mdir)
+        regenerate_index(conn, mdir, touched)
         fp.forget(conn, mdir.key)
     return updated
+
+
+def _row_type(conn: sqlite3.Connection, mdir: MemoryDir, path: Path) -> list[str]:
+    """The type the index holds for a file (a hand edit may have changed the file's)."""
+    row = conn.execute("SELECT type FROM memories WHERE dir = ? AND file = ?",
+                       (mdir.key, path.name)).fetchone()
+    return [] if row is None else [str(row[0])]
 
 
 def _moved(path: Path, memory_id: str) -> MemoryNotFoundError:
@@ -166,93 +168,14 @@ def remove(index: Index, mdir: MemoryDir, memory: Memory) -> None:
             on_disk = None
         if on_disk != memory.id:
             raise _moved(memory.path, memory.id)
+        touched = touching(conn, mdir, {memory.type, *_row_type(conn, mdir, memory.path)})
         with contextlib.suppress(FileNotFoundError):
             memory.path.unlink()
         conn.execute("DELETE FROM memories WHERE dir = ? AND file = ?",
                      (mdir.key, memory.path.name))
         conn.execute("DELETE FROM usage WHERE dir = ? AND id = ?", (mdir.key, memory.id))
-        regenerate_index(conn, mdir)
+        regenerate_index(conn, mdir, touched)
         fp.forget(conn, mdir.key)
-
-
-_deferred: set[str] = set()  # directories whose MEMORY.md waits for the end of a batch
-
-
-@contextlib.contextmanager
-def index_deferred(index: Index, dirs: Sequence[MemoryDir]) -> Iterator[None]:
-    """Many changes, one MEMORY.md regeneration per directory at the end (consolidation
-    applies hundreds of changes; rewriting a 10k-line index after each costs minutes)."""
-    keys = {d.key for d in dirs} - _deferred
-    _deferred.update(keys)
-    try:
-        yield
-    finally:
-        _deferred.difference_update(keys)
-        with index.write() as conn:
-            for mdir in dirs:
-                if mdir.key in keys:
-                    regenerate_index(conn, mdir)
-
-
-_LISTING = "relevance DESC, updated DESC, file"  # MEMORY.md's order (the listing index's)
-
-
-def regenerate_index(conn: sqlite3.Connection, mdir: MemoryDir) -> None:
-    """MEMORY.md: one line per active memory, most relevant first. Over ``INDEX_KEEP``
-    memories it keeps the first ``INDEX_HEAD`` lines and one line per type pointing to
-    ``index/<type>.md``, which lists the next ``OVERFLOW_LINES`` of that type, so MEMORY.md
-    stays under its 200-line cap and what a write rewrites stays bounded however large the
-    store grows."""
-    if mdir.key in _deferred:
-        return
-    count = conn.execute("SELECT COUNT(*) FROM memories WHERE dir = ? AND status = 'active'",
-                         (mdir.key,)).fetchone()[0]
-    if count <= INDEX_KEEP:
-        # Each row carries its rendered line, so SQLite assembles the whole index in C.
-        lines = conn.execute(
-            "SELECT group_concat(index_line, char(10)) FROM (SELECT index_line FROM memories "
-            f"WHERE dir = ? AND status = 'active' ORDER BY {_LISTING})",
-            (mdir.key,)).fetchone()[0] or ""
-        write_overflow(mdir.path, {})
-        if lines or (mdir.path / "MEMORY.md").exists():
-            write_index(mdir.path, lines)
-        return
-    key = mdir.key
-    head = conn.execute(
-        "SELECT type, index_line FROM memories WHERE dir = ? AND status = 'active' "
-        f"ORDER BY {_LISTING} LIMIT ?", (key, INDEX_HEAD)).fetchall()
-    if count <= 10 * OVERFLOW_LINES:
-        # Few enough to read every line once: cheaper than a query per type, each scanning
-        # the listing index for its own type (10k memories: 25 ms against 50 ms).
-        rows = conn.execute(
-            "SELECT type, index_line FROM memories WHERE dir = ? AND status = 'active' "
-            f"ORDER BY {_LISTING} LIMIT -1 OFFSET ?", (key, INDEX_HEAD)).fetchall()
-        counts = Counter(kind for kind, _ in rows)
-        pages: dict[str, list[str]] = {}
-        for kind, line in rows:
-            page = pages.setdefault(kind, [])
-            if len(page) < OVERFLOW_LINES:
-                page.append(line)
-        rest = {kind: Overflow(counts[kind], pages[kind]) for kind in sorted(pages)}
-    else:
-        # Past that, read only what the pages show: at most OVERFLOW_LINES per type.
-        shown = Counter(kind for kind, _ in head)
-        rest = {}
-        for kind, total in conn.execute(
-                "SELECT type, COUNT(*) FROM memories WHERE dir = ? AND status = 'active' "
-                "GROUP BY type ORDER BY type", (key,)):
-            if total > shown[kind]:
-                # A type's lines in MEMORY.md are its first ones in this order: skip them.
-                rest[kind] = Overflow(total - shown[kind], [r[0] for r in conn.execute(
-                    "SELECT index_line FROM memories WHERE dir = ? AND status = 'active' "
-                    f"AND type = ? ORDER BY {_LISTING} LIMIT ? OFFSET ?",
-                    (key, kind, OVERFLOW_LINES, shown[kind]))])
-    more = [f"- [{page.count} more {kind} memories](index/{kind}.md)"
-            for kind, page in rest.items()]
-    write_index(mdir.path, "\n".join([*(line for _, line in head), "",
-                                      f"## More ({count - INDEX_HEAD} memories not listed "
-                                      "above)", *more]))
-    write_overflow(mdir.path, rest)
 
 
 def _load(mdir: MemoryDir, state: FileState, real_base: str | None = None) -> Memory:
