@@ -842,3 +842,22 @@ def test_relative_dates_become_absolute(cli: CLI) -> None:
 
     kept = store(cli, "Thursday's standup is at 10:00", "project")
     assert kept["content"] == "Thursday's standup is at 10:00"
+
+
+def test_common_options_also_work_before_the_command(cli: CLI, home: Path, tmp_path: Path) -> None:
+    kept = store(cli, "Staging deploys need the VPN", "fact")
+    assert cli_json(cli("--json", "stats")) == cli_json(cli("stats", "--json"))
+    other = tmp_path / "other-home"
+    store(cli, "The other home has its own memories", "fact", "--home", str(other))
+    for args in (["--home", str(other), "--json", "search", "memories"],
+                 [f"--home={other}", "search", "memories", "--json"]):
+        hits = cli_json(cli(*args))
+        assert isinstance(hits, list) and [h["memory"]["content"] for h in hits] == [
+            "The other home has its own memories"]
+    hits = cli_json(cli("--home", str(home), "--json", "search", "staging"))
+    assert isinstance(hits, list) and [h["memory"]["id"] for h in hits] == [kept["id"]]
+    lonely = cli("--home", str(other))
+    assert lonely.returncode == 2
+    assert "options but no command" in lonely.stderr and "memdir --home DIR stats" in lonely.stderr
+    unknown = cli("--type", "fact", "list")  # not a common option: still refused, with a hint
+    assert unknown.returncode == 2 and "hint:" in unknown.stderr

@@ -298,12 +298,35 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+_COMMON_FLAGS = {"--json"}
+_COMMON_VALUED = {"--home", "--project"}  # these take a value
+
+
+def _past_common(given: list[str]) -> int:
+    """How many leading arguments are common options (``--home DIR``, ``--project PATH``,
+    ``--json``): where the command word is, when they come before it."""
+    at = 0
+    while at < len(given):
+        word = given[at]
+        if word in _COMMON_VALUED:
+            at += 2
+        elif word in _COMMON_FLAGS or word.split("=", 1)[0] in _COMMON_VALUED:
+            at += 1
+        else:
+            break
+    return at
+
+
+def _command_at(given: list[str]) -> int:
+    """Where the command word is after leading common options; 0 if none lead."""
+    at = _past_common(given)
+    return at if 0 < at < len(given) and not given[at].startswith("-") else 0
+
+
 def _hook_args(given: list[str]) -> list[str] | None:
     """The arguments for :func:`memdir.hooks.hook_main` when the command is ``hook``, with the
     options before it (``memdir --home DIR hook prompt``); None for any other command."""
-    at = 0
-    while at < len(given) and given[at].startswith("-"):
-        at += 2 if given[at] in ("--home", "--project") else 1  # these take a value
+    at = _command_at(given)
     if given[at:at + 1] != ["hook"]:
         return None
     return given[:at] + given[at + 1:]
@@ -316,7 +339,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         from memdir.hooks import hook_main
 
         return hook_main(hook_args)
+    at = _command_at(given)
+    if at:  # `memdir --home DIR search x`: the common options work before the command too
+        given = [given[at], *given[:at], *given[at + 1:]]
     parser = build_parser(given[0] if given and not given[0].startswith("-") else None)
+    if given and _past_common(given) >= len(given):
+        parser.error("options but no command: put a command after them, as in "
+                     "`memdir --home DIR stats` (`memdir --help` lists the commands)")
     args = parser.parse_args(given)
     if not args.command:
         parser.print_help()
