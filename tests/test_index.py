@@ -308,3 +308,19 @@ def test_reindex_and_reconcile_of_many_files_fill_the_fts_index(md: Memdir) -> N
     assert md.reconcile()
     _fts_consistent(conn)
     assert [h.memory.file for h in md.search("ibex4", touch=False)] == ["fact_hand-4.md"]
+
+
+def test_math_functions_python_gives_where_sqlite_has_none() -> None:
+    # SQLite builds without the math functions get Python ones; they must give what
+    # SQLite's give, NULL outside the domain included, or the strength key would differ.
+    from memdir.index import _log
+
+    conn = sqlite3.connect(":memory:")
+    values = [0.25, 1.0, 3.5, 2461042.6, 0.0, -1.0, None]
+    builtin = [conn.execute("SELECT ln(?), log2(?)", (v, v)).fetchone() for v in values]
+    conn.create_function("ln", 1, _log(None), deterministic=True)  # overrides SQLite's own
+    conn.create_function("log2", 1, _log(2.0), deterministic=True)
+    python = [conn.execute("SELECT ln(?), log2(?)", (v, v)).fetchone() for v in values]
+    assert python == [tuple(pytest.approx(x) if x is not None else None for x in row)
+                      for row in builtin]
+    assert python[-3:] == [(None, None)] * 3
