@@ -861,3 +861,11 @@ def test_common_options_also_work_before_the_command(cli: CLI, home: Path, tmp_p
     assert "options but no command" in lonely.stderr and "memdir --home DIR stats" in lonely.stderr
     unknown = cli("--type", "fact", "list")  # not a common option: still refused, with a hint
     assert unknown.returncode == 2 and "hint:" in unknown.stderr
+
+
+def test_the_options_allowed_before_the_command_are_the_common_ones() -> None:
+    from memdir.cli.parser import COMMON_FLAGS, COMMON_VALUED, _common
+
+    actions = [a for a in _common()._actions if a.option_strings]
+    assert sorted(a.option_strings[0] for a in actions if a.nargs != 0) == sorted(COMMON_VALUED)
+    assert sorted(a.option_strings[0] for a in actions if a.nargs == 0) == sorted(COMMON_FLAGS)
