@@ -10,8 +10,10 @@ Events (Claude Code's names in brackets; Codex sends the same shape):
 - ``prompt`` [UserPromptSubmit]: per-prompt recall for the session id. The warm daemon (if
   it answers within ``DAEMON_WAIT``) selects, the hook claims what it injects; else the hook
   selects and claims by itself.
-- ``stop`` [Stop] and ``pre-compact`` [PreCompact]: extraction from ``transcript_path`` (plus
-  ``last_assistant_message`` when given); nothing when ``stop_hook_active`` is true. With an
+- ``stop`` [Stop] and ``pre-compact`` [PreCompact]: extraction from what is new in
+  ``transcript_path`` (plus ``last_assistant_message`` when given); nothing when
+  ``stop_hook_active`` is true. Only a Claude Code or Codex session file is read, from the
+  session's offset and in bounded memory (:mod:`memdir.hook_transcript`). With an
   LLM configured the extraction is detached into a background process (the model may take
   seconds); rules alone run in the hook, they take milliseconds.
 - ``session-end`` [SessionEnd]: indexes the session, extracts what is left and dreams when
@@ -182,39 +184,50 @@ def _deliver(home: Path, session: str, answer: Mapping[str, Any]) -> str | None:
         index.close()
 
 
-def _messages(data: Mapping[str, Any]) -> Any:
-    """The transcript to extract from: the file, plus the last assistant message if the
-    agent passed one the file may not hold yet."""
-    from memdir.transcript import Message, parse_transcript
-
-    path = _text(data, "transcript_path")
-    if not path or not Path(path).is_file():
-        raise FileNotFoundError(f"no transcript at {path!r}")
-    transcript = parse_transcript(path)
-    last = _text(data, "last_assistant_message")
-    if last and not any(m.role == "assistant" and m.text == last
-                        for m in transcript.messages[-3:]):
-        import dataclasses
-
-        extra = Message("assistant", last, len(transcript.messages))
-        transcript = dataclasses.replace(transcript, messages=(*transcript.messages, extra))
-    return transcript
-
-
 def _extract(data: Mapping[str, Any]) -> None:
-    transcript = _messages(data)
+    """Extraction from what is new in the transcript (:mod:`memdir.hook_transcript`)."""
+    from memdir.hook_transcript import read_for_extract, save_offset
+
     with _memdir(data) as md:
-        report = md.extract(transcript, session_id=_text(data, "session_id") or None)
+        reading = read_for_extract(md, _text(data, "transcript_path"),
+                                   _text(data, "session_id"),
+                                   _text(data, "last_assistant_message"))
+        _log_window("extract", reading)
+        report = md.extract(reading.transcript, session_id=reading.session_id or None)
+        save_offset(md, reading)
     _log("extract", f"{len(report.stored)} stored, {len(report.reinforced)} reinforced, "
                     f"{len(report.skipped)} skipped ({report.method})")
 
 
+def _log_window(event: str, reading: Any) -> None:
+    """Say what a read left out: an old stretch over the budget, over-long lines, the rest
+    of the file past the deadline."""
+    window = reading.window
+    if window.unread:
+        _log(event, f"{window.unread} bytes of the transcript before its last "
+                    f"{window.end - window.start} were left unread (too much at once)")
+    if window.long_lines:
+        _log(event, f"{window.long_lines} over-long transcript lines skipped")
+    if not window.complete:
+        _log(event, f"read stopped at byte {window.end} of {window.size} (time limit); "
+                    "the next hook goes on from there")
+
+
 def _session_end(data: Mapping[str, Any]) -> None:
-    transcript = _messages(data)
-    session = _text(data, "session_id") or transcript.session_id
+    from memdir.hook_transcript import read_for_extract, read_for_index, save_offset
+    from memdir.sessions import index_session
+
+    path = _text(data, "transcript_path")
+    tail = read_for_index(path)
+    _log_window("session-end", tail)
+    session = _text(data, "session_id") or tail.session_id
     with _memdir(data) as md:
-        indexed = md.index_session(transcript, session)
-        report = md.extract(transcript, session_id=session)
+        indexed = index_session(md.index, md.directory("project").key, tail.transcript,
+                                session, path)
+        del tail
+        reading = read_for_extract(md, path, session)
+        report = md.extract(reading.transcript, session_id=reading.session_id or None)
+        save_offset(md, reading)
         dreamt = md.dream()
     _log("session-end", f"indexed {indexed.chunks} chunks; {len(report.stored)} stored; "
                         f"dream: {dreamt.reason}")

@@ -273,6 +273,16 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
             (status, strength_key, dir, type, relevance, updated_jd, reinforced, id);
         """,
     ),
+    (
+        "the extraction cursor's place in the transcript file (hooks read on from there)",
+        # byte_offset: where the last read of the session's transcript ended (a line start);
+        # offset_index: the index of the last message before it, so a read from the offset
+        # numbers its messages as a read from the start would (memdir.hook_transcript).
+        """
+        ALTER TABLE extract_cursor ADD COLUMN byte_offset INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE extract_cursor ADD COLUMN offset_index INTEGER NOT NULL DEFAULT -1;
+        """,
+    ),
 )
 
 

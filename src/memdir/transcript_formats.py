@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import islice
@@ -28,7 +28,7 @@ from memdir.transcript import (
     Transcript,
 )
 
-__all__ = ["parse", "parse_items"]
+__all__ = ["line_source", "parse", "parse_items", "parse_lines"]
 
 # The tool argument that says what a call does, in order of preference: "Bash: git status".
 _MAIN_ARGS = ("command", "cmd", "file_path", "notebook_path", "pattern", "url", "query",
@@ -55,6 +55,7 @@ class _Builder:
     source: Source | None = None
     session_id: str = ""
     cwd: str = ""
+    first_index: int = 0  # a stretch read from the middle of a file numbers on from here
 
     def add(self, role: Role, kind: Kind, text: str, **extra: Any) -> None:
         text = text.strip()
@@ -62,7 +63,8 @@ class _Builder:
             return
         if kind in ("tool_use", "tool_result"):
             text = text[:TOOL_TEXT_LIMIT]
-        self.messages.append(Message(role, text, len(self.messages), kind, **extra))
+        self.messages.append(Message(role, text, self.first_index + len(self.messages), kind,
+                                     **extra))
 
     def tool_use(self, name: Any, given: Any, **meta: Any) -> None:
         name = name if isinstance(name, str) and name else "tool"
@@ -275,6 +277,27 @@ def _parse_jsonl(text: str) -> Transcript:
     for line in _split(text):
         _line(b, _loads(line))  # garbage and a truncated last line are not objects
     return b.done("claude-code")
+
+
+def parse_lines(lines: Iterable[str], *, first_index: int = 0,
+                source: Source = "claude-code") -> Transcript:
+    """JSON lines one at a time (a file streamed, never held whole); messages are numbered
+    from ``first_index``. Unlike :func:`parse`, a stretch of which nothing was understood is
+    an empty transcript (its lines counted in ``skipped``), not an error: a window read from
+    the middle of a file may hold only lines of kinds that carry no conversation."""
+    b = _Builder(first_index=first_index)
+    for line in lines:
+        if line.strip():
+            _line(b, _loads(line))
+    return Transcript(tuple(b.messages), b.source or source, b.session_id, b.cwd, b.skipped)
+
+
+def line_source(line: str) -> Source | None:
+    """The format one JSON line is written in ("claude-code", "codex", "json"), or None
+    when it is not a line of any accepted format (not JSON, not an object, unknown kind)."""
+    b = _Builder()
+    _line(b, _loads(line))
+    return b.source if b.understood else None
 
 
 def parse_items(items: Sequence[Any]) -> Transcript:

@@ -1,0 +1,135 @@
+"""What the stop, pre-compact and session-end hooks read of the agent's transcript: only a
+Claude Code or Codex session file, from where the last read of the session ended, in
+bounded memory and time (:mod:`memdir.transcript_file` does the reading).
+
+Invariants:
+- ``transcript_path`` is hostile: a symlink, a directory, a FIFO, a device, or a file that
+  is not in an agent's format (plain text, /etc/shadow) is refused with
+  :class:`InvalidMemoryError` before a single message is made of it; the hook logs that.
+- Extraction reads on from the session's byte offset (kept next to the extraction cursor,
+  with the index of the last message before it, so messages are numbered as a read from the
+  start numbers them); at most ``EXTRACT_BUDGET`` bytes, the end of what is new. When more
+  is new than that, the older part is left unread (and logged): a hook's work does not grow
+  with the file.
+- The session index covers the last ``SESSION_BUDGET`` bytes of the file.
+- Each read stops at ``READ_SECONDS``; the offset saved is where it stopped, so the next
+  hook goes on from there.
+- The offset only moves forward, in one write (offset and index together), after the
+  extraction: a process that dies in between leaves the old offset, and the cursor of
+  messages (``extract_cursor.message_index``) keeps the re-read messages from being
+  extracted twice.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from memdir.errors import InvalidMemoryError
+from memdir.model import format_time
+from memdir.transcript import Message, Transcript
+from memdir.transcript_file import NOT_AGENT_HINT, Window, agent_format, open_transcript, \
+    read_window
+
+if TYPE_CHECKING:
+    from memdir.memdir import Memdir
+
+__all__ = ["EXTRACT_BUDGET", "READ_SECONDS", "SESSION_BUDGET", "Reading", "read_for_extract",
+           "read_for_index", "save_offset"]
+
+EXTRACT_BUDGET = 8 << 20  # bytes: a few hundred turns, far more than one turn adds
+SESSION_BUDGET = 16 << 20
+READ_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A window of the transcript and the session it belongs to."""
+
+    window: Window
+    session_id: str
+    transcript: Transcript  # the window's messages, plus the agent's last message if new
+    reset: bool = False  # the saved offset did not fit the file (replaced, cut): read anew
+
+
+def _open(path: str, deadline: float) -> tuple[object, Transcript]:
+    if not path:
+        raise InvalidMemoryError("the hook input names no transcript_path",
+                                 "the agent sends it with stop, pre-compact and session-end")
+    fh = open_transcript(path)
+    try:
+        first = agent_format(fh, deadline)
+    except BaseException:
+        fh.close()
+        raise
+    if first is None:
+        fh.close()
+        raise InvalidMemoryError(f"{path} is not a Claude Code or Codex transcript: "
+                                 "nothing read from it", NOT_AGENT_HINT)
+    return fh, first
+
+
+def _offset(md: Memdir, session: str) -> tuple[int, int]:
+    """(byte offset, index of the last message before it) saved for the session."""
+    if not session:
+        return 0, -1
+    row = md.index.conn.execute("SELECT byte_offset, offset_index FROM extract_cursor "
+                                "WHERE session_id = ?", (session,)).fetchone()
+    return (int(row[0]), int(row[1])) if row else (0, -1)
+
+
+def read_for_extract(md: Memdir, path: str, session: str,
+                     last_assistant: str = "") -> Reading:
+    """What is new in the transcript since the session's offset (at most EXTRACT_BUDGET
+    bytes), plus ``last_assistant`` when the file does not hold it yet."""
+    deadline = time.monotonic() + READ_SECONDS
+    fh, first = _open(path, deadline)
+    with fh:  # type: ignore[attr-defined]
+        session = session or first.session_id
+        offset, index = _offset(md, session)
+        window = read_window(fh, start=offset, first_index=index + 1, budget=EXTRACT_BUDGET,
+                             deadline=deadline, source=first.source)
+    reset = window.restarted
+    transcript = window.transcript
+    if not transcript.session_id and first.session_id:  # Codex names it in the first line
+        transcript = dataclasses.replace(transcript, session_id=first.session_id)
+    if last_assistant and not any(m.role == "assistant" and m.text == last_assistant
+                                  for m in transcript.messages[-3:]):
+        at = transcript.messages[-1].index + 1 if transcript.messages else index + 1
+        transcript = dataclasses.replace(transcript, messages=(
+            *transcript.messages, Message("assistant", last_assistant, at)))
+    return Reading(window, session, transcript, reset)
+
+
+def read_for_index(path: str) -> Reading:
+    """The last SESSION_BUDGET bytes of the transcript, for the session index."""
+    deadline = time.monotonic() + READ_SECONDS
+    fh, first = _open(path, deadline)
+    with fh:  # type: ignore[attr-defined]
+        window = read_window(fh, budget=SESSION_BUDGET, deadline=deadline,
+                             source=first.source)
+    transcript = window.transcript
+    if not transcript.session_id and first.session_id:
+        transcript = dataclasses.replace(transcript, session_id=first.session_id)
+    return Reading(window, transcript.session_id, transcript)
+
+
+def save_offset(md: Memdir, reading: Reading) -> None:
+    """Move the session's offset to where the read ended (forward only, unless the old one
+    did not fit the file)."""
+    if not reading.session_id:
+        return
+    window = reading.window
+    if window.transcript.messages:
+        last = window.transcript.messages[-1].index
+    else:  # no message in what was read: the numbering goes on from where it was
+        last = -1 if reading.reset else _offset(md, reading.session_id)[1]
+    with md.index.write() as conn:
+        conn.execute(
+            "INSERT INTO extract_cursor (session_id, message_index, updated, byte_offset, "
+            "offset_index) VALUES (?, -1, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET "
+            "byte_offset = excluded.byte_offset, offset_index = excluded.offset_index "
+            "WHERE excluded.byte_offset > extract_cursor.byte_offset OR ?",
+            (reading.session_id, format_time(md._clock()), window.end, last, reading.reset))
