@@ -7,7 +7,7 @@ import json
 import time
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -304,7 +304,10 @@ def test_json_messages_object_and_loaded_lists() -> None:
 
 
 def test_plain_text_chat_file() -> None:
-    transcript = parse_transcript(FIXTURES / "chat.txt")
+    with pytest.raises(InvalidMemoryError) as refused:  # plain text only when asked
+        parse_transcript(FIXTURES / "chat.txt")
+    assert "--format text" in refused.value.hint
+    transcript = parse_transcript(FIXTURES / "chat.txt", format="text")
     assert (transcript.source, transcript.skipped) == ("text", 0)
     assert shape(transcript) == [
         ("user", "text", False, "The deploy script fails on macOS with \"sed: illegal option\"."
@@ -405,12 +408,13 @@ def test_tool_texts_are_cut_at_2000_characters() -> None:
                                   "chat.txt"])
 def test_parse_text_finds_the_same_format_as_the_file(name: str, tmp_path: Path) -> None:
     path = FIXTURES / name
-    from_file = parse_transcript(path)
+    fmt: Literal["auto", "text"] = "text" if name == "chat.txt" else "auto"
+    from_file = parse_transcript(path, format=fmt)
     assert parse_text(path.read_bytes().decode("utf-8", errors="replace")) == from_file
     renamed = tmp_path / "transcript.log"  # the extension is not needed to find the format
     renamed.write_bytes(path.read_bytes())
-    assert parse_transcript(renamed) == from_file
-    assert parse_transcript(str(path)) == from_file
+    assert parse_transcript(renamed, format=fmt) == from_file
+    assert parse_transcript(str(path), format=fmt) == from_file
 
 
 def test_extension_decides_ambiguous_files(tmp_path: Path) -> None:

@@ -13,7 +13,8 @@ Invariants:
 - Text is UTF-8 decoded with replacement; BOM dropped, CRLF accepted, NUL made U+FFFD. JSONL
   is split on "\\n" only: U+2028 may appear raw inside a JSON string.
 - The format is found from the content; a ``.jsonl`` file is always read as JSON lines, a
-  ``.json`` file as a JSON document first.
+  ``.json`` file as a JSON document first. A file is read as plain text only when asked
+  (``format="text"``); text already in memory (:func:`parse_text`) falls back to it.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any, Literal
 
 from memdir.errors import InvalidMemoryError
 
-__all__ = ["FORMATS_HINT", "TOOL_TEXT_LIMIT", "Kind", "Message", "Role", "Source", "Transcript",
+__all__ = ["FORMATS_HINT", "MAX_DOCUMENT", "TOOL_TEXT_LIMIT", "Kind", "Message", "Role", "Source", "Transcript",
            "parse_text", "parse_transcript"]
 
 Role = Literal["user", "assistant", "system"]
@@ -35,9 +36,11 @@ Kind = Literal["text", "tool_use", "tool_result", "summary"]
 Source = Literal["claude-code", "codex", "json", "text"]
 
 TOOL_TEXT_LIMIT = 2000
+MAX_DOCUMENT = 64 << 20  # bytes: a larger file is read only as JSON lines, streamed
 FORMATS_HINT = (
     "memdir reads Claude Code session files (.jsonl), Codex rollout files (.jsonl), a JSON "
-    "list of {role, content} messages (.json) and plain text with 'User:'/'Assistant:' lines."
+    "list of {role, content} messages (.json) and, when asked with --format text, plain text "
+    "with 'User:'/'Assistant:' lines."
 )
 
 # What agents inject into the user's turn: slash-command wrappers, local command output,
@@ -107,18 +110,40 @@ def parse_text(text: str) -> Transcript:
     return parse(text)
 
 
-def parse_transcript(source: str | os.PathLike[str] | Sequence[Mapping[str, Any]]) -> Transcript:
-    """A transcript file (Claude Code or Codex JSONL, a JSON message list, plain text) or a
-    loaded list of ``{role, content}`` dicts. Bad lines are skipped and counted; raises
-    :class:`InvalidMemoryError` for an unreadable file or input of which nothing was usable."""
+def parse_transcript(source: str | os.PathLike[str] | Sequence[Mapping[str, Any]], *,
+                     format: Literal["auto", "text"] = "auto") -> Transcript:
+    """A transcript file (Claude Code or Codex JSONL, a JSON message list) or a loaded list
+    of ``{role, content}`` dicts. Bad lines are skipped and counted; raises
+    :class:`InvalidMemoryError` for an unreadable file or input of which nothing was usable.
+
+    A file is opened as untrusted (:mod:`memdir.transcript_file`): no symlink, regular files
+    only; JSON lines are streamed, other files read whole up to ``MAX_DOCUMENT`` bytes. A
+    file in none of the structured formats is read as plain text ('User:' / 'Assistant:'
+    lines) only with ``format="text"``: any file at all would otherwise make messages."""
     from memdir.transcript_formats import parse, parse_items
 
     if not isinstance(source, str | os.PathLike):
         return parse_items(source)
+    from memdir.transcript_file import agent_format, open_transcript, read_window
+
     path = Path(source)
-    try:  # the bytes are dropped once decoded: the file is held once, as text
-        text = path.read_bytes().decode("utf-8", errors="replace")
-    except OSError as exc:  # missing, a directory, no permission
-        raise InvalidMemoryError(f"cannot read transcript {path}: {exc.strerror or exc}",
-                                 FORMATS_HINT) from None
-    return parse(text, path.suffix.lower())
+    with open_transcript(path) as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size > MAX_DOCUMENT:  # only JSON lines can be read without holding the file
+            first = agent_format(fh)
+            if first is None:
+                raise InvalidMemoryError(
+                    f"transcript {path} is {size >> 20} MB and not in JSON lines",
+                    f"only Claude Code / Codex .jsonl files over {MAX_DOCUMENT >> 20} MB are "
+                    "read; split the file or pass a smaller one")
+            return read_window(fh, budget=size, source=first.source).transcript
+        # the bytes are dropped once decoded: the file is held once, as text
+        text = fh.read(MAX_DOCUMENT).decode("utf-8", errors="replace")
+    parsed = parse(text, path.suffix.lower())
+    if parsed.source == "text" and parsed.messages and format != "text":
+        raise InvalidMemoryError(
+            f"{path} is not a Claude Code, Codex or JSON transcript",
+            "to read it as plain text with 'User:' / 'Assistant:' lines, ask for it: "
+            "memdir extract --transcript FILE --format text (or memdir index-session FILE "
+            "--format text; parse_transcript(path, format=\"text\") in Python)")
+    return parsed

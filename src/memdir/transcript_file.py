@@ -77,8 +77,7 @@ def open_transcript(path: str | os.PathLike[str]) -> BinaryIO:
                                      "links it did not create",
                                      "pass the path of the file itself") from None
         if exc.errno == errno.ENOENT:
-            raise InvalidMemoryError(f"no transcript at {name!r}",
-                                     "check the path: the file does not exist") from None
+            raise InvalidMemoryError(f"no transcript at {name!r}", FORMATS_HINT) from None
         raise InvalidMemoryError(f"cannot read transcript {name}: {exc.strerror or exc}",
                                  FORMATS_HINT) from None
     try:
@@ -88,10 +87,10 @@ def open_transcript(path: str | os.PathLike[str]) -> BinaryIO:
                 else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" \
                 if stat.S_ISSOCK(mode) else "not a regular file"
             raise InvalidMemoryError(f"transcript {name} is {what}, not a file",
-                                     "pass the agent's session file (.jsonl)")
+                                     FORMATS_HINT)
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb", buffering=0)
+        return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
         raise

@@ -244,8 +244,18 @@ def cmd_procedure(md: Memdir, args: argparse.Namespace) -> None:
     _emit(args, memory.to_dict(), f"procedure {memory.name!r} {memory.id}{runs}: {memory.path}")
 
 
+def _transcript_file(args: argparse.Namespace) -> Any:
+    """The transcript argument: the path (memdir reads it), or with ``--format text`` the
+    file already read, plain text allowed."""
+    if getattr(args, "format", "auto") != "text":
+        return args.transcript
+    from memdir.transcript import parse_transcript
+
+    return parse_transcript(args.transcript, format="text")
+
+
 def cmd_index_session(md: Memdir, args: argparse.Namespace) -> None:
-    result = md.index_session(args.transcript, args.session)
+    result = md.index_session(_transcript_file(args), args.session)
     _emit(args, result.to_dict(), f"indexed session {result.session_id}: {result.chunks} "
                                   f"chunks from {result.messages} messages")
 
@@ -256,7 +266,7 @@ def cmd_extract(md: Memdir, args: argparse.Namespace) -> None:
 
         source: Any = parse_text(sys.stdin.read())
     else:
-        source = args.transcript
+        source = _transcript_file(args)
     report = md.extract(source, llm=False if args.no_llm else None, dry_run=args.dry_run,
                         scope=args.scope, session_id=args.session)
     _emit(args, report.to_dict(), render.extract_report(report))

@@ -209,16 +209,22 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     p = add("index-session", "index a finished transcript so search can find what was said")
     p.add_argument("transcript", help="a Claude Code / Codex .jsonl, a .json message list, "
-                   "or a text file")
+                   "or a text file (with --format text)")
     p.add_argument("--session", metavar="ID", help="the session id (default: the file's)")
+    p.add_argument("--format", choices=("auto", "text"), default="auto",
+                   help="text: also read a file in no agent format as plain text "
+                   "('User:' / 'Assistant:' lines)")
 
     p = add("extract", "capture memories from a conversation transcript (LLM, else rules)")
     p.add_argument("--transcript", required=True, metavar="FILE",
-                   help="a Claude Code / Codex .jsonl, a .json message list, a text file, "
-                   "or '-' for stdin")
+                   help="a Claude Code / Codex .jsonl, a .json message list, a text file "
+                   "(with --format text), or '-' for stdin")
     p.add_argument("--dry-run", action="store_true", help="show what would be stored")
     p.add_argument("--no-llm", action="store_true", help="rule extraction only")
     p.add_argument("--session", metavar="ID", help="session id (default: the transcript's)")
+    p.add_argument("--format", choices=("auto", "text"), default="auto",
+                   help="text: also read a file in no agent format as plain text "
+                   "('User:' / 'Assistant:' lines)")
     p.add_argument("--scope", default="project", choices=("user", "project", "team"))
 
     p = add("onboard", "first-session instructions for a user without memories; "
