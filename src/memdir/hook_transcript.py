@@ -100,7 +100,7 @@ def read_for_extract(md: Memdir, path: str, session: str,
         at = transcript.messages[-1].index + 1 if transcript.messages else index + 1
         transcript = dataclasses.replace(transcript, messages=(
             *transcript.messages, Message("assistant", last_assistant, at)))
-    return Reading(window, session, transcript, reset)
+    return Reading(window, session or transcript.session_id, transcript, reset)
 
 
 def read_for_index(path: str) -> Reading:
