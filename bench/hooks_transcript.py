@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from transcript import SESSION, generate  # noqa: E402  (bench/ is not a package on the path)
+from transcript import SESSION, generate  # bench/ is not a package on the path
 
 TARGET_S = 10.0
 TARGET_MB = 150.0

@@ -25,13 +25,18 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from memdir.errors import InvalidMemoryError
 from memdir.model import format_time
 from memdir.transcript import Message, Transcript
-from memdir.transcript_file import NOT_AGENT_HINT, Window, agent_format, open_transcript, \
-    read_window
+from memdir.transcript_file import (
+    NOT_AGENT_HINT,
+    Window,
+    agent_format,
+    open_transcript,
+    read_window,
+)
 
 if TYPE_CHECKING:
     from memdir.memdir import Memdir
@@ -54,7 +59,7 @@ class Reading:
     reset: bool = False  # the saved offset did not fit the file (replaced, cut): read anew
 
 
-def _open(path: str, deadline: float) -> tuple[object, Transcript]:
+def _open(path: str, deadline: float) -> tuple[BinaryIO, Transcript]:
     if not path:
         raise InvalidMemoryError("the hook input names no transcript_path",
                                  "the agent sends it with stop, pre-compact and session-end")
@@ -86,7 +91,7 @@ def read_for_extract(md: Memdir, path: str, session: str,
     bytes), plus ``last_assistant`` when the file does not hold it yet."""
     deadline = time.monotonic() + READ_SECONDS
     fh, first = _open(path, deadline)
-    with fh:  # type: ignore[attr-defined]
+    with fh:
         session = session or first.session_id
         offset, index = _offset(md, session)
         window = read_window(fh, start=offset, first_index=index + 1, budget=EXTRACT_BUDGET,
@@ -107,7 +112,7 @@ def read_for_index(path: str) -> Reading:
     """The last SESSION_BUDGET bytes of the transcript, for the session index."""
     deadline = time.monotonic() + READ_SECONDS
     fh, first = _open(path, deadline)
-    with fh:  # type: ignore[attr-defined]
+    with fh:
         window = read_window(fh, budget=SESSION_BUDGET, deadline=deadline,
                              source=first.source)
     transcript = window.transcript

@@ -28,8 +28,8 @@ from typing import Any, Literal
 
 from memdir.errors import InvalidMemoryError
 
-__all__ = ["FORMATS_HINT", "MAX_DOCUMENT", "TOOL_TEXT_LIMIT", "Kind", "Message", "Role", "Source", "Transcript",
-           "parse_text", "parse_transcript"]
+__all__ = ["FORMATS_HINT", "MAX_DOCUMENT", "TOOL_TEXT_LIMIT", "Kind", "Message", "Role",
+           "Source", "Transcript", "parse_text", "parse_transcript"]
 
 Role = Literal["user", "assistant", "system"]
 Kind = Literal["text", "tool_use", "tool_result", "summary"]

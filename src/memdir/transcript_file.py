@@ -178,12 +178,13 @@ def read_window(fh: BinaryIO, *, start: int = 0, first_index: int = 0, budget: i
     end = begin
     lines = iter_lines(fh, begin, size, deadline=deadline)
     if begin > start and not _line_start(fh, begin):
-        for end, _ in lines:  # the window starts mid-line: that line is not whole, drop it
-            break
+        # the window starts mid-line: that line is not whole, drop it
+        end = next(lines, (end, None))[0]
 
     def decoded() -> Iterator[str]:
         nonlocal end, long_lines
-        for end, raw in lines:
+        for offset, raw in lines:
+            end = offset
             if raw is None:
                 long_lines += 1
             else:
