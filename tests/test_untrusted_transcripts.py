@@ -62,6 +62,7 @@ def test_session_end_does_not_index_a_shadow_file(home: Path, repo: Path,
     # The detached child logs what it did (old code: "indexed 1 chunks").
     assert wait_until(lambda: "session-end:" in hooks_log(home), 30), hooks_log(home)
     assert "not a Claude Code or Codex transcript" in hooks_log(home)
+    assert "Traceback" not in hooks_log(home)  # refused input, said in one line with a hint
     assert not (home / "index.sqlite").exists() or _chunks(home) == []
     found = subprocess.run([sys.executable, "-m", "memdir", "--json", "search", "root",
                             "--sessions"], capture_output=True, text=True, cwd=repo,

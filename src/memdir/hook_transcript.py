@@ -11,7 +11,8 @@ Invariants:
   start numbers them); at most ``EXTRACT_BUDGET`` bytes, the end of what is new. When more
   is new than that, the older part is left unread (and logged): a hook's work does not grow
   with the file.
-- The session index covers the last ``SESSION_BUDGET`` bytes of the file.
+- The session index covers the last ``SESSION_BUDGET`` bytes of the file; when the file is
+  larger, its message numbers count from the first whole line of that stretch.
 - Each read stops at ``READ_SECONDS``; the offset saved is where it stopped, so the next
   hook goes on from there.
 - The offset only moves forward, in one write (offset and index together), after the

@@ -311,6 +311,11 @@ def run_hook(event: str, stdin: TextIO | str, fmt: str = "text") -> int:
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt | SystemExit):
             return 0
+        from memdir.errors import MemdirError
+
+        if isinstance(exc, MemdirError):  # refused input (a hostile transcript): no bug
+            _log(event, f"{exc.__class__.__name__}: {exc.message} (hint: {exc.hint})")
+            return 0
         import traceback  # only when something went wrong
 
         _log(event, f"{exc.__class__.__name__}: {exc}\n"
