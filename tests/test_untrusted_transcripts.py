@@ -189,6 +189,27 @@ def test_stop_on_a_large_transcript_reads_the_end_in_bounded_memory(
     assert "left unread" in hooks_log(home)
 
 
+def test_a_window_past_the_budget_is_numbered_after_the_cursor(home: Path, repo: Path,
+                                                               tmp_path: Path) -> None:
+    # The whole file extracted by the CLI: the cursor is at the last message's position,
+    # the offset still at 0 (the CLI keeps none).
+    path = tmp_path / "big.jsonl"
+    _big_transcript(path, "num-1", 12)
+    env = {**os.environ, "MEMDIR_HOME": str(home)}
+    done = subprocess.run([sys.executable, "-m", "memdir", "extract", "--transcript", str(path),
+                           "--session", "num-1", "--no-llm"], capture_output=True, text=True,
+                          cwd=repo, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    with path.open("a") as fh:
+        fh.write(json.dumps({"type": "user", "sessionId": "num-1", "message": {
+            "role": "user", "content": "Always use UTC in log timestamps."}}) + "\n")
+    # The hook reads only the last 8 MB: numbered from 0, its messages would all fall at or
+    # before the cursor and be dropped as extracted already.
+    assert _hook(home, repo, "stop", _payload(repo, path, "num-1")).returncode == 0
+    assert any("UTC in log timestamps" in body for body in _bodies(home, repo)), \
+        hooks_log(home)
+
+
 def test_session_end_indexes_the_end_of_a_large_transcript(home: Path, repo: Path,
                                                            tmp_path: Path) -> None:
     path = tmp_path / "big.jsonl"

@@ -9,16 +9,17 @@ Invariants:
 - Extraction reads on from the session's byte offset (kept next to the extraction cursor,
   with the index of the last message before it, so messages are numbered as a read from the
   start numbers them); at most ``EXTRACT_BUDGET`` bytes, the end of what is new. When more
-  is new than that, the older part is left unread (and logged): a hook's work does not grow
-  with the file.
+  is new than that, the older part is left unread (and logged) and the window's messages
+  are numbered after the extraction cursor: a hook's work does not grow with the file.
+- A window is one process's: :func:`claim_window` moves the offset from the value the read
+  started at to the window's end in one write transaction, and fails if another process
+  moved it meanwhile (that process extracts the stretch; the rest waits for the next hook).
+  Then the extraction cursor (``extract_cursor.message_index``) is claimed as before, so a
+  process that dies after claiming loses its messages rather than have two store them.
 - The session index covers the last ``SESSION_BUDGET`` bytes of the file; when the file is
   larger, its message numbers count from the first whole line of that stretch.
-- Each read stops at ``READ_SECONDS``; the offset saved is where it stopped, so the next
+- Each read stops at ``READ_SECONDS``; the offset claimed is where it stopped, so the next
   hook goes on from there.
-- The offset only moves forward, in one write (offset and index together), after the
-  extraction: a process that dies in between leaves the old offset, and the cursor of
-  messages (``extract_cursor.message_index``) keeps the re-read messages from being
-  extracted twice.
 """
 
 from __future__ import annotations
@@ -42,8 +43,8 @@ from memdir.transcript_file import (
 if TYPE_CHECKING:
     from memdir.memdir import Memdir
 
-__all__ = ["EXTRACT_BUDGET", "READ_SECONDS", "SESSION_BUDGET", "Reading", "read_for_extract",
-           "read_for_index", "save_offset"]
+__all__ = ["EXTRACT_BUDGET", "READ_SECONDS", "SESSION_BUDGET", "Reading", "claim_window",
+           "read_for_extract", "read_for_index"]
 
 EXTRACT_BUDGET = 8 << 20  # bytes: a few hundred turns, far more than one turn adds
 SESSION_BUDGET = 16 << 20
@@ -52,12 +53,13 @@ READ_SECONDS = 5.0
 
 @dataclass(frozen=True)
 class Reading:
-    """A window of the transcript and the session it belongs to."""
+    """A window of the transcript, the session it belongs to, and the offset it was read
+    from (what :func:`claim_window` expects to find)."""
 
     window: Window
     session_id: str
     transcript: Transcript  # the window's messages, plus the agent's last message if new
-    reset: bool = False  # the saved offset did not fit the file (replaced, cut): read anew
+    offset: tuple[int, int] = (0, -1)  # (byte offset, index of the last message before it)
 
 
 def _open(path: str, deadline: float) -> tuple[BinaryIO, Transcript]:
@@ -77,13 +79,13 @@ def _open(path: str, deadline: float) -> tuple[BinaryIO, Transcript]:
     return fh, first
 
 
-def _offset(md: Memdir, session: str) -> tuple[int, int]:
-    """(byte offset, index of the last message before it) saved for the session."""
+def _cursor(md: Memdir, session: str) -> tuple[int, int, int]:
+    """(byte offset, index of the last message before it, extraction cursor) of a session."""
     if not session:
-        return 0, -1
-    row = md.index.conn.execute("SELECT byte_offset, offset_index FROM extract_cursor "
-                                "WHERE session_id = ?", (session,)).fetchone()
-    return (int(row[0]), int(row[1])) if row else (0, -1)
+        return 0, -1, -1
+    row = md.index.conn.execute("SELECT byte_offset, offset_index, message_index FROM "
+                                "extract_cursor WHERE session_id = ?", (session,)).fetchone()
+    return (int(row[0]), int(row[1]), int(row[2])) if row else (0, -1, -1)
 
 
 def read_for_extract(md: Memdir, path: str, session: str,
@@ -94,10 +96,10 @@ def read_for_extract(md: Memdir, path: str, session: str,
     fh, first = _open(path, deadline)
     with fh:
         session = session or first.session_id
-        offset, index = _offset(md, session)
+        offset, index, cursor = _cursor(md, session)
         window = read_window(fh, start=offset, first_index=index + 1, budget=EXTRACT_BUDGET,
-                             deadline=deadline, source=first.source)
-    reset = window.restarted
+                             deadline=deadline, source=first.source,
+                             skip_index=max(index, cursor) + 1)
     transcript = window.transcript
     if not transcript.session_id and first.session_id:  # Codex names it in the first line
         transcript = dataclasses.replace(transcript, session_id=first.session_id)
@@ -106,7 +108,7 @@ def read_for_extract(md: Memdir, path: str, session: str,
         at = transcript.messages[-1].index + 1 if transcript.messages else index + 1
         transcript = dataclasses.replace(transcript, messages=(
             *transcript.messages, Message("assistant", last_assistant, at)))
-    return Reading(window, session or transcript.session_id, transcript, reset)
+    return Reading(window, session or transcript.session_id, transcript, (offset, index))
 
 
 def read_for_index(path: str) -> Reading:
@@ -122,20 +124,23 @@ def read_for_index(path: str) -> Reading:
     return Reading(window, transcript.session_id, transcript)
 
 
-def save_offset(md: Memdir, reading: Reading) -> None:
-    """Move the session's offset to where the read ended (forward only, unless the old one
-    did not fit the file)."""
+def claim_window(md: Memdir, reading: Reading) -> bool:
+    """Move the session's offset to the end of the window, if it is still where the read
+    started; False when another process moved it first (the window is that one's)."""
     if not reading.session_id:
-        return
+        return True  # no session, no offset: every read is from the start
     window = reading.window
-    if window.transcript.messages:
-        last = window.transcript.messages[-1].index
-    else:  # no message in what was read: the numbering goes on from where it was
-        last = -1 if reading.reset else _offset(md, reading.session_id)[1]
+    messages = window.transcript.messages
+    # Without a message in the window, the numbering goes on from where it was.
+    last = messages[-1].index if messages else -1 if window.restarted else reading.offset[1]
     with md.index.write() as conn:
+        row = conn.execute("SELECT byte_offset, offset_index FROM extract_cursor "
+                           "WHERE session_id = ?", (reading.session_id,)).fetchone()
+        if (tuple(row) if row else (0, -1)) != reading.offset:
+            return False
         conn.execute(
             "INSERT INTO extract_cursor (session_id, message_index, updated, byte_offset, "
             "offset_index) VALUES (?, -1, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET "
-            "byte_offset = excluded.byte_offset, offset_index = excluded.offset_index "
-            "WHERE excluded.byte_offset > extract_cursor.byte_offset OR ?",
-            (reading.session_id, format_time(md._clock()), window.end, last, reading.reset))
+            "byte_offset = excluded.byte_offset, offset_index = excluded.offset_index",
+            (reading.session_id, format_time(md._clock()), window.end, last))
+    return True

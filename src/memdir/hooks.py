@@ -186,15 +186,17 @@ def _deliver(home: Path, session: str, answer: Mapping[str, Any]) -> str | None:
 
 def _extract(data: Mapping[str, Any]) -> None:
     """Extraction from what is new in the transcript (:mod:`memdir.hook_transcript`)."""
-    from memdir.hook_transcript import read_for_extract, save_offset
+    from memdir.hook_transcript import claim_window, read_for_extract
 
     with _memdir(data) as md:
         reading = read_for_extract(md, _text(data, "transcript_path"),
                                    _text(data, "session_id"),
                                    _text(data, "last_assistant_message"))
         _log_window("extract", reading)
+        if not claim_window(md, reading):
+            _log("extract", "another hook read this stretch of the transcript first")
+            return
         report = md.extract(reading.transcript, session_id=reading.session_id or None)
-        save_offset(md, reading)
     _log("extract", f"{len(report.stored)} stored, {len(report.reinforced)} reinforced, "
                     f"{len(report.skipped)} skipped ({report.method})")
 
@@ -214,7 +216,9 @@ def _log_window(event: str, reading: Any) -> None:
 
 
 def _session_end(data: Mapping[str, Any]) -> None:
-    from memdir.hook_transcript import read_for_extract, read_for_index, save_offset
+    import dataclasses
+
+    from memdir.hook_transcript import claim_window, read_for_extract, read_for_index
     from memdir.sessions import index_session
 
     path = _text(data, "transcript_path")
@@ -226,8 +230,9 @@ def _session_end(data: Mapping[str, Any]) -> None:
                                 session, path)
         del tail
         reading = read_for_extract(md, path, session)
-        report = md.extract(reading.transcript, session_id=reading.session_id or None)
-        save_offset(md, reading)
+        claimed = claim_window(md, reading)
+        report = md.extract(reading.transcript if claimed else dataclasses.replace(
+            reading.transcript, messages=()), session_id=reading.session_id or None)
         dreamt = md.dream()
     _log("session-end", f"indexed {indexed.chunks} chunks; {len(report.stored)} stored; "
                         f"dream: {dreamt.reason}")

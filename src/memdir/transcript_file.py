@@ -164,9 +164,11 @@ def _line_start(fh: BinaryIO, offset: int) -> bool:
 
 
 def read_window(fh: BinaryIO, *, start: int = 0, first_index: int = 0, budget: int,
-                deadline: float | None = None, source: Source = "claude-code") -> Window:
+                deadline: float | None = None, source: Source = "claude-code",
+                skip_index: int | None = None) -> Window:
     """The messages of the complete lines after byte ``start`` (a line start; anything else
-    reads from 0), at most the last ``budget`` bytes of them, numbered from ``first_index``."""
+    reads from 0), at most the last ``budget`` bytes of them, numbered from ``first_index``
+    (from ``skip_index``, when given, if bytes before the window are left unread)."""
     from memdir.transcript_formats import parse_lines
 
     size = _size(fh)
@@ -190,6 +192,8 @@ def read_window(fh: BinaryIO, *, start: int = 0, first_index: int = 0, budget: i
             else:
                 yield _decode(raw)
 
+    if begin > start and skip_index is not None:
+        first_index = skip_index
     transcript = parse_lines(decoded(), first_index=first_index, source=source)
     if long_lines:
         from dataclasses import replace
