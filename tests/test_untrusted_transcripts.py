@@ -86,6 +86,13 @@ def test_stop_refuses_plain_text_the_cli_reads_only_when_asked(
                              timeout=60)
     assert refused.returncode != 0 and "--format text" in refused.stderr
     assert _bodies(home, repo) == []
+    shadow = tmp_path / "shadow"
+    shadow.write_text(SHADOW)
+    indexed = subprocess.run([sys.executable, "-m", "memdir", "index-session", str(shadow),
+                              "--session", "s1"], capture_output=True, text=True, cwd=repo,
+                             env=env, timeout=60)
+    assert indexed.returncode != 0 and "--format text" in indexed.stderr
+    assert _chunks(home) == []
     asked = subprocess.run([sys.executable, "-m", "memdir", "extract", "--transcript",
                             str(chat), "--format", "text", "--no-llm"], capture_output=True,
                            text=True, cwd=repo, env=env, timeout=60)
