@@ -132,9 +132,8 @@ def _session_start(data: Mapping[str, Any], fmt: str) -> str:
         context = md.context(budget_tokens=START_BUDGET_TOKENS, format="prompt")
         text: str = context.text[:MAX_START_CHARS]
         if session:  # shown in full here: the session's prompts need not recall them again
-            from memdir.recall import mark_surfaced
-
             from memdir.neutralise import neutralise
+            from memdir.recall import mark_surfaced
 
             shown = " ".join(text.split())  # bodies are shown inert: compare them so
             mark_surfaced(md.index, session,

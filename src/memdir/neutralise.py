@@ -65,8 +65,9 @@ _SPACE = ("[\\s\u200c\u200d\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff"
 _ENTITY = r"&(?:\#[0-9]{1,7}|\#x[0-9a-f]{1,6}|[a-z][a-z0-9]{1,31});?"
 _SLASH = r"(?:[/\\\uff0f\u2044\u2215\u29f8]|%2f|&(?:amp;)*(?:\#0*47|\#x0*2f|sol);?)"
 _START = rf"(?:[^\W\d]|[!?:]|{_ENTITY}|\\[ux])"
-_TAG_OPEN = re.compile(rf"(?=[{_OPENERS}&\\%])(?:{_OPEN})(?={_SPACE}*(?:{_SLASH}{_SPACE}*)?{_START})",
-                       re.IGNORECASE)
+_TAG_OPEN = re.compile(  # the leading class lets the scan skip ahead: this runs on every text
+    rf"(?=[{_OPENERS}&\\%])(?:{_OPEN})(?={_SPACE}*(?:{_SLASH}{_SPACE}*)?{_START})",
+    re.IGNORECASE)
 # The bracket closing an opener made inert on the same line, attributes and all.
 _TAG_CLOSE = re.compile(rf"({INERT_OPEN}[^\n{_OPENERS}{_CLOSERS}&%\\]{{0,256}}?){_CLOSE}",
                         re.IGNORECASE)
@@ -115,8 +116,10 @@ def neutralise_data(value: T) -> T:
     if isinstance(value, Mapping):
         return {neutralise_data(k): neutralise_data(v)  # type: ignore[return-value]
                 for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return type(value)(neutralise_data(v) for v in value)  # type: ignore[return-value]
+    if isinstance(value, list):
+        return [neutralise_data(v) for v in value]  # type: ignore[return-value]
+    if isinstance(value, tuple):
+        return tuple(neutralise_data(v) for v in value)  # type: ignore[return-value]
     return value
 
 
