@@ -25,6 +25,8 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from mcp import Client
 from mcp.types import TextContent
 
@@ -402,3 +404,63 @@ def test_user_profile_in_claude_md_holds_only_memdirs_markers(md: Memdir, repo: 
     text = path.read_text()
     assert "small PRs" in text
     assert_only(text, ["!--", "!--"], "CLAUDE.md")  # memdir's two section markers
+
+
+# -- any mix of the pieces attacks are made of -------------------------------------------------
+
+_PIECES = ["<", "/", ">", "&", "lt", ";", "#60", "#x3c", "amp;", " ", "\t", "\n", "\u200b",
+           "\u0338", "s", "system", "-reminder", "＜", "〈", "‹", "›", "\\", "u003c", "x3c",
+           "%3C", "%2f", "!", "?", "`", "1", "=", "#47", "é", "\ufeff", "\r"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=14).map("".join))
+def test_no_mix_of_pieces_survives_as_a_tag(text: str) -> None:
+    from memdir.neutralise import neutralise
+
+    out = neutralise(text)
+    assert tags(out) == [], (text, out)
+    assert neutralise(out) == out
+    assert "\n" not in out or "\n" in text or "\r" in text  # no line is made up
+
+
+# -- the other stores and the HTTP API ---------------------------------------------------------
+
+def test_the_postgresql_store_renders_the_same_inert_text() -> None:
+    from memdir.postgres import PostgresStore
+    from pg_support import DSN, fresh_schema
+
+    with fresh_schema() as schema, PostgresStore(DSN, schema=schema) as pg_store:
+        _postgres_outputs(pg_store)
+
+
+def _postgres_outputs(pg_store: Any) -> None:
+    pg_store.store_many([{**_fields(n, a), "type": "policy"} for n, a in enumerate(CORPUS)])
+    for chunk in _chunks(20):  # the PostgreSQL context shows at most 20
+        for fmt, expected in (("prompt", [MC, f"/{MC}"]), ("markdown", []), ("snippets", [])):
+            query = " ".join(mark(n) for n in chunk)
+            ctx = pg_store.context(query, format=fmt, budget_tokens=100_000, limit=20)
+            assert_only(ctx.text, expected, f"postgres context {fmt}")
+            _contains_marks(ctx.text, [mark(n) for n in chunk], f"postgres context {fmt}")
+    for n, attack in enumerate(CORPUS):
+        result = pg_store.recall(f"{mark(n)} {mark(n)}", f"pg-{n}")  # its ranking differs
+        assert mark(n) in result.text, attack["id"]
+        assert_only(result.text, _balanced(len(result.items), SR), f"postgres {attack['id']}")
+
+
+def test_http_context_and_recall_text(home: Path, repo: Path) -> None:
+    from server_support import running_server
+
+    with Memdir(home=home, project=repo) as md:
+        store_corpus(md)
+    with running_server(home, repo) as srv, srv.client() as api:
+        context = api.get("/api/memory/context", params={
+            "budget": 100_000, "format": "prompt", "limit": 20}).json()
+        assert context["count"] > 0
+        assert_only(context["text"], [MC, f"/{MC}"], "HTTP context")
+        for n in (0, 1, 9, 24, 40):
+            recall = api.get("/api/memory/recall", params={
+                "prompt": f"probe {mark(n)} note", "session_id": f"h{n}"}).json()
+            assert mark(n) in recall["text"]
+            assert_only(recall["text"], _balanced(recall["count"], SR), "HTTP recall")
+            assert_no_tags([m["content"] for m in recall["memories"]], "HTTP recall content")
