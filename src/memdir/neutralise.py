@@ -25,13 +25,15 @@ Invariants:
   joiners U+200C/U+200D are kept) and control characters other than tab and newline are
   removed; ``\\r\\n``, ``\\r`` and Unicode line/paragraph separators become ``\\n``. Nothing
   else changes: the text stays readable and its words searchable.
-- Pure and fast: regular expressions compiled once, no imports beyond ``re``.
+- Pure and fast: text with no candidate opener costs two scans; the tag patterns are
+  compiled once, on first need. Nothing beyond the standard library's ``re`` is imported.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import cache
 from typing import TypeVar
 
 __all__ = ["INERT_CLOSE", "INERT_OPEN", "fence", "neutralise", "neutralise_data",
@@ -65,12 +67,20 @@ _SPACE = ("[\\s\u200c\u200d\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff"
 _ENTITY = r"&(?:\#[0-9]{1,7}|\#x[0-9a-f]{1,6}|[a-z][a-z0-9]{1,31});?"
 _SLASH = r"(?:[/\\\uff0f\u2044\u2215\u29f8]|%2f|&(?:amp;)*(?:\#0*47|\#x0*2f|sol);?)"
 _START = rf"(?:[^\W\d]|[!?:]|{_ENTITY}|\\[ux])"
-_TAG_OPEN = re.compile(  # the leading class lets the scan skip ahead: this runs on every text
-    rf"(?=[{_OPENERS}&\\%])(?:{_OPEN})(?={_SPACE}*(?:{_SLASH}{_SPACE}*)?{_START})",
-    re.IGNORECASE)
-# The bracket closing an opener made inert on the same line, attributes and all.
-_TAG_CLOSE = re.compile(rf"({INERT_OPEN}[^\n{_OPENERS}{_CLOSERS}&%\\]{{0,256}}?){_CLOSE}",
+
+
+@cache
+def _tag_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The opener (followed by something tag-like) and the bracket closing an opener made
+    inert on the same line. Compiled on first need (milliseconds, and every hook is a fresh
+    process): text without a candidate opener never needs them."""
+    opener = re.compile(
+        rf"(?=[{_OPENERS}&\\%])(?:{_OPEN})(?={_SPACE}*(?:{_SLASH}{_SPACE}*)?{_START})",
+        re.IGNORECASE)
+    closer = re.compile(rf"({INERT_OPEN}[^\n{_OPENERS}{_CLOSERS}&%\\]{{0,256}}?){_CLOSE}",
                         re.IGNORECASE)
+    return opener, closer
+
 
 # Format characters (Unicode category Cf) but the joiners, and controls but tab and newline.
 _INVISIBLE = re.compile(
@@ -80,7 +90,8 @@ _INVISIBLE = re.compile(
     "\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]")
 _BREAKS = re.compile("[\x85\u2028\u2029]")
 _ASCII_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
-_MAYBE = re.compile(f"[{_OPENERS}&%\\\\]")
+# Where an opener could begin (cheap to compile and scan): else the text is left as it is.
+_MAYBE = re.compile(f"[{_OPENERS}]|&[#a-zA-Z]|\\\\[uUx]|%3[cC]")
 # A line of stored text that Markdown would read as structure: a heading, a fence, a rule.
 _STRUCTURE = re.compile(r"^([ \t]*)(?=#|```|~~~|[=-]{3,}[ \t]*$)", re.MULTILINE)
 
@@ -97,8 +108,11 @@ def neutralise(text: str) -> str:
         text = _INVISIBLE.sub("", _BREAKS.sub("\n", text))
     if not _MAYBE.search(text):
         return text
-    text = _TAG_OPEN.sub(INERT_OPEN, text)
-    return _TAG_CLOSE.sub(lambda m: m.group(1) + INERT_CLOSE, text)
+    opener, closer = _tag_patterns()
+    text = opener.sub(INERT_OPEN, text)
+    if INERT_OPEN not in text:
+        return text
+    return closer.sub(lambda m: m.group(1) + INERT_CLOSE, text)
 
 
 def neutralise_lines(text: str) -> str:
