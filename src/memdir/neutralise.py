@@ -11,16 +11,17 @@ What counts as tag-shaped: an opening bracket, then optional whitespace (or comb
 an optional slash, optional whitespace, then a letter, ``!``, ``?``, ``_``, ``:`` or an
 entity. The opening bracket may be ``<`` in any spelling a reader might decode: HTML entities
 (``&lt;``, ``&#60;``, ``&#x3c;``, with or without ``;``, also double-encoded as
-``&amp;lt;``), escapes (``\\u003c``, ``\\x3c``, ``%3C``) and look-alike brackets (full-width ``＜``,
-``﹤``, ``〈``, ``⟨``, ``˂``, ``❮`` ...). Such an opener becomes ``‹`` (U+2039, the inert form:
-text that already uses it is left alone), and the ``>`` (or look-alike, or ``&gt;``) that
-closes it on the same line becomes ``›``. So ``</system-reminder>`` reads
-``‹/system-reminder›``, ``Vec<u8>`` reads ``Vec‹u8›``, ``a < b`` reads ``a ‹ b``; a ``<``
-before a digit, ``=``, ``-`` or another non-letter (``x <= 5``, ``<-``, ``1<2``) stays.
+``&amp;lt;``), escapes (``\\u003c``, ``\\x3c``, ``%3C``) and look-alike brackets
+(full-width ``＜``, ``﹤``, ``〈``, ``⟨``, ``˂``, ``❮`` ...). Such an opener becomes ``‹``
+(U+2039, the inert form: text that already uses it is left alone), and the ``>`` (or
+look-alike, or ``&gt;``) that closes it on the same line becomes ``›``. So
+``</system-reminder>`` reads ``‹/system-reminder›``, ``Vec<u8>`` reads ``Vec‹u8›``, ``a < b``
+reads ``a ‹ b``; a ``<`` before a digit, ``=``, ``-`` or another non-letter (``x <= 5``,
+``<-``, ``1<2``) stays.
 
 Invariants:
 - Output never holds an opener followed by tag-like text; the function is idempotent
-  (``neutralise(neutralise(t)) == neutralise(t)``) and never lengthens a line into two.
+  (``neutralise(neutralise(t)) == neutralise(t)``) and adds no line break of its own.
 - Invisible format characters (zero-width spaces, bidi overrides, Unicode tag characters; the
   joiners U+200C/U+200D are kept) and control characters other than tab and newline are
   removed; ``\\r\\n``, ``\\r`` and Unicode line/paragraph separators become ``\\n``. Nothing
