@@ -27,7 +27,7 @@ import anyio
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from mcp import Client
+from mcp import Client, StdioServerParameters, stdio_client
 from mcp.types import TextContent
 
 from memdir import Memdir
@@ -393,6 +393,31 @@ def test_mcp_results_hold_no_tags(md: Memdir, stored: str) -> None:
                     assert_only(getattr(content, "text", ""), [], uri)
 
     anyio.run(scenario)
+
+
+def test_mcp_over_stdio_holds_no_tags(home: Path, repo: Path, tmp_path: Path) -> None:
+    with Memdir(home=home, project=repo) as md:
+        store_corpus(md)
+    keep = ("MEMDIR_CONFIG", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "HOME")
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "memdir", "mcp"], cwd=repo,
+        env={**{k: os.environ[k] for k in keep}, "MEMDIR_HOME": str(home),
+             **({"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ
+                else {})})
+
+    async def main() -> None:
+        with (tmp_path / "stderr.txt").open("w") as errlog:
+            transport = stdio_client(params, errlog=errlog)
+            async with Client(transport, mode="legacy", read_timeout_seconds=60) as client:
+                result = await client.call_tool("memory_recall", {"query": "probe note",
+                                                                  "limit": 100})
+                text = "\n".join(c.text for c in result.content if isinstance(c, TextContent))
+                data = json.loads(text)
+                assert data["count"] == len(CORPUS)
+                assert_no_tags(data, "memory_recall over stdio")
+                _contains_marks(text, [mark(n) for n in range(len(CORPUS))], "stdio recall")
+
+    anyio.run(main)
 
 
 def test_user_profile_in_claude_md_holds_only_memdirs_markers(md: Memdir, repo: Path) -> None:
