@@ -11,19 +11,24 @@ Invariants:
   each addition, so what is measured is exactly what is returned.
 - The ``prompt`` format fences the memories and labels them as reference data, never as
   instructions, with a fence longer than any backtick run inside them.
+- Every piece of stored text a format embeds (name, body, type, file, tags, MEMORY.md lines)
+  goes through :func:`memdir.neutralise.neutralise` first: the only tags in the output are
+  the ones written here (``<memory-context>`` of the ``prompt`` format), balanced. Memory
+  lines are one line each and MEMORY.md lines that would read as Markdown structure are
+  escaped, so stored text can neither end an item early nor start a section of its own.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
 from memdir.model import Memory
+from memdir.neutralise import fence, neutralise, neutralise_data, neutralise_lines
 from memdir.taxonomy import Taxonomy
 
 __all__ = ["FORMATS", "Context", "ContextItem", "Format", "count_tokens", "one_line",
@@ -103,6 +108,7 @@ def _item_text(memory: Memory) -> str:
 
 @lru_cache(maxsize=1024)  # the filler re-renders the chosen items for every candidate
 def _line_text(name: str, body: str) -> str:
+    name, body = neutralise(name), neutralise(body)
     line = one_line(body, ITEM_CHARS)
     title = " ".join(name.split())
     # A name derived from the body repeats it; a name of its own says what the memory is.
@@ -118,33 +124,30 @@ def _markdown(items: Sequence[ContextItem], index: str, taxonomies: dict[str, Ta
     for item in items:
         tax = taxonomies.get(item.memory.scope)
         spec = tax.lookup(item.memory.type) if tax else None
-        heading = f"### {spec.icon} {spec.title}" if spec else f"### {item.memory.type}"
+        heading = neutralise(f"### {spec.icon} {spec.title}" if spec
+                             else f"### {one_line(item.memory.type, 40)}")
         team = " (team)" if item.memory.scope == "team" else ""
         sections.setdefault(heading, []).append(f"- {_item_text(item.memory)}{team}")
     for heading, entries in sections.items():
         lines.append(heading)
         lines.extend(entries)
     if index:
-        lines.extend(["### Memory index (MEMORY.md)", index])
+        lines.extend(["### Memory index (MEMORY.md)", neutralise_lines(index)])
     return "\n".join(lines)
-
-
-def _fence(text: str) -> str:
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    return "`" * max(3, longest + 1)
 
 
 def _prompt(items: Sequence[ContextItem], index: str, taxonomies: dict[str, Taxonomy]) -> str:
     body = _markdown(items, index, taxonomies)
-    fence = _fence(body)
-    return f'<memory-context source="memdir">\n{_PROMPT_LABEL}\n{fence}markdown\n{body}\n' \
-           f"{fence}\n</memory-context>"
+    mark = fence(body)
+    return f'<memory-context source="memdir">\n{_PROMPT_LABEL}\n{mark}markdown\n{body}\n' \
+           f"{mark}\n</memory-context>"
 
 
 def _json(items: Sequence[ContextItem], index: str, budget: int) -> str:
     return json.dumps({
         "count": len(items), "budget_tokens": budget,
-        "memories": [item.to_dict() for item in items], "index": index or None,
+        "memories": [neutralise_data(item.to_dict()) for item in items],
+        "index": neutralise(index) or None,
     }, ensure_ascii=False)
 
 
@@ -153,10 +156,11 @@ def _snippets(items: Sequence[ContextItem], taxonomies: dict[str, Taxonomy]) -> 
     for item in sorted(items, key=lambda i: -i.score):
         tax = taxonomies.get(item.memory.scope)
         spec = tax.lookup(item.memory.type) if tax else None
-        icon = spec.icon if spec else f"[{item.memory.type}]"
+        icon = spec.icon if spec else f"[{one_line(item.memory.type, 40)}]"
         where = item.memory.file or item.memory.id  # a database-backed memory has no file
-        lines.append(f"{item.score:.3f} {icon} {item.memory.scope}/{where}: "
-                     f"{one_line(item.memory.body, SNIPPET_CHARS)}")
+        lines.append(neutralise(f"{item.score:.3f} {icon} {item.memory.scope}/"
+                                f"{one_line(where, 200)}: ")
+                     + one_line(neutralise(item.memory.body), SNIPPET_CHARS))
     return "\n".join(lines)
 
 

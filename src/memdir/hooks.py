@@ -28,6 +28,9 @@ Invariants (hooks never break the agent):
 - ``MEMDIR_DISABLE=1``, or ``[hooks] enabled = false`` in config.toml, makes every hook a
   no-op.
 - Only the standard library and memdir's core are imported: no MCP, HTTP or ML libraries.
+- What a hook prints is the ``prompt`` context or recall's ``<system-reminder>`` blocks:
+  stored text in them is neutralised (:mod:`memdir.neutralise`), so every tag in a hook's
+  output is one memdir wrote.
 """
 
 from __future__ import annotations
@@ -131,12 +134,13 @@ def _session_start(data: Mapping[str, Any], fmt: str) -> str:
         context = md.context(budget_tokens=START_BUDGET_TOKENS, format="prompt")
         text: str = context.text[:MAX_START_CHARS]
         if session:  # shown in full here: the session's prompts need not recall them again
+            from memdir.neutralise import neutralise
             from memdir.recall import mark_surfaced
 
-            shown = " ".join(text.split())
-            mark_surfaced(md.index, session, [m for m in context.memories
-                                              if " ".join(m.body.split()) in shown],
-                          md._clock())
+            shown = " ".join(text.split())  # bodies are shown inert: compare them so
+            mark_surfaced(md.index, session,
+                          [m for m in context.memories
+                           if " ".join(neutralise(m.body).split()) in shown], md._clock())
     return _output(text, fmt, "SessionStart")
 
 

@@ -29,10 +29,13 @@ class Injection:
         return cast("Memdir", self)
 
     def memory_index(self, scope: Scope = "project") -> str:
-        """MEMORY.md of a scope as it is injected: capped at 200 lines / 25,000 bytes."""
+        """MEMORY.md of a scope as it is injected: capped at 200 lines / 25,000 bytes, and
+        inert (:func:`memdir.neutralise.neutralise_lines`): no tags, no Markdown headings."""
+        from memdir.neutralise import neutralise_lines
+
         md = self._injection_md()
         md._sync()
-        return read_index(md.directory(scope).path)
+        return neutralise_lines(read_index(md.directory(scope).path))
 
     def context(self, query: str | None = None, *, budget_tokens: int = 800,
                 format: str = "markdown", limit: int | None = None,

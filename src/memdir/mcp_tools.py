@@ -13,6 +13,10 @@ Invariants:
   the facade shares one SQLite connection.
 - recall, context and stats are annotated read-only; forget (and update, consolidate, which
   can overwrite or archive) destructive; nothing here talks to the outside world.
+- Results are read by the agent as text: every string in them (memory text, names, tags,
+  meta, file names, error messages) is neutralised (:mod:`memdir.neutralise`), in the text
+  and in ``structuredContent`` alike, so no stored text can forge a tag in the agent's
+  context. The memory files keep the text as it was written.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from pydantic import Field
 from memdir import Memdir, MemdirError, Memory, count_tokens
 from memdir.errors import InvalidMemoryError
 from memdir.model import Scope
+from memdir.neutralise import neutralise, neutralise_data
 
 __all__ = ["ForgetOut", "HitOut", "LearnOut", "MemoryOut", "ProcedureOut", "RecallOut",
            "register_tools", "run_tool"]
@@ -135,7 +140,8 @@ Relevance = Annotated[float | str | None, Field(
 
 
 def _text_result(text: str, *, error: bool) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=error)
+    return CallToolResult(content=[TextContent(type="text", text=neutralise(text))],
+                          is_error=error)
 
 
 def run_tool(lock: threading.Lock, call: Callable[[], object]) -> CallToolResult:
@@ -151,6 +157,7 @@ def run_tool(lock: threading.Lock, call: Callable[[], object]) -> CallToolResult
             data = asdict(out)
         else:
             raise TypeError(f"a tool returned {out.__class__.__name__}, not a dict or dataclass")
+        data = neutralise_data(data)
         text = json.dumps(data, ensure_ascii=False, default=str)
     except MemdirError as exc:
         return _text_result(f"{exc.message}\nhint: {exc.hint}", error=True)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memdir.files import atomic_write
+from memdir.neutralise import neutralise
 from memdir.taxonomy import Taxonomy
 
 if TYPE_CHECKING:
@@ -71,7 +72,9 @@ CLAUDE.md as a fallback. If the user would rather skip this, store nothing and g
 def _section(md: Memdir) -> str:
     memories = md.list(scopes=["user"], order="relevance")
     lines = [BEGIN, "## User Profile", ""]
-    lines += [f"- {' '.join(m.body.split())}" for m in memories] or ["- (no user memories yet)"]
+    # CLAUDE.md is read as instructions: the memories' text goes in inert (no tags)
+    lines += [f"- {' '.join(neutralise(m.body).split())}" for m in memories] \
+        or ["- (no user memories yet)"]
     lines.append(END)
     return "\n".join(lines)
 
