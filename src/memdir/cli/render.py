@@ -146,7 +146,7 @@ class Progress:
     def __init__(self, label: str, *, stream: TextIO | None = None, force: bool = False) -> None:
         self.label = label
         # memdir's own bar: past the terminal-safe wrapper, whose escaping would show "\r".
-        self.stream = stream or getattr(sys.stderr, "raw", sys.stderr)
+        self.stream: TextIO = stream or getattr(sys.stderr, "raw", None) or sys.stderr
         self.enabled = force or self.stream.isatty()
         self.started = time.monotonic()
         self._last = 0.0

@@ -68,6 +68,6 @@ class SafeStream:
 def install(*, json: bool = False) -> None:
     """Wrap ``sys.stdout`` and ``sys.stderr`` for the rest of this process (once)."""
     if not isinstance(sys.stdout, SafeStream):
-        sys.stdout = SafeStream(sys.stdout, json=json)  # type: ignore[assignment]
+        sys.stdout = SafeStream(sys.stdout, json=json)
     if not isinstance(sys.stderr, SafeStream):
-        sys.stderr = SafeStream(sys.stderr, json=json)  # type: ignore[assignment]
+        sys.stderr = SafeStream(sys.stderr, json=json)
