@@ -27,6 +27,7 @@ __all__ = [
     "SecretDetectedError",
     "ServerError",
     "UnknownTypeError",
+    "note",
     "warn",
     "warnings_to",
 ]
@@ -45,6 +46,17 @@ def warn(message: str, *args: object) -> None:
     import logging
 
     logging.getLogger("memdir").warning(message, *args)
+
+
+def note(message: str, *args: object) -> None:
+    """Log a debug note on the ``memdir`` logger (a library user sees nothing unless they
+    ask), or hand it to the sink set by :func:`warnings_to` (a hook's log keeps everything)."""
+    if _sink is not None:
+        _sink(message % args if args else message)
+        return
+    import logging
+
+    logging.getLogger("memdir").debug(message, *args)
 
 
 def warnings_to(sink: Callable[[str], None] | None) -> None:

@@ -9,7 +9,9 @@ Invariants:
 - The ``memories`` table and its FTS5 mirror are derived from the files and can be rebuilt at
   any time. The ``usage`` table is not derived: it is keyed by (directory, memory id) so it
   survives a rebuild, a rename and a reclassify.
-- Updating usage never fails a read: it uses a short lock wait and logs instead of raising.
+- Updating usage never fails a read: it uses a short lock wait; counts that cannot be written
+  then are queued in a file of the home (:mod:`memdir.usage_queue`) and applied by the next
+  write transaction that commits, in any process.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from memdir.errors import IndexBusyError, IndexCorruptError, warn
+from memdir import usage_queue
+from memdir.errors import IndexBusyError, IndexCorruptError, note, warn
 from memdir.files import index_line
 from memdir.index_schema import migrate
 from memdir.model import Memory, Scope, format_time, now, parse_time
@@ -249,6 +252,11 @@ class Index:
             self._conn = conn
         return self._conn
 
+    @property
+    def queue_path(self) -> Path:
+        """Where reads queue the usage counts they could not write (memdir.usage_queue)."""
+        return self.path.parent / usage_queue.QUEUE_NAME
+
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
@@ -268,7 +276,8 @@ class Index:
             raise IndexBusyError(f"the index {self.path} stayed locked: {exc}") from None
         try:
             yield conn
-            conn.execute("COMMIT")
+            with usage_queue.drained(self.queue_path, conn, _REKEY):  # counts queued by reads
+                conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:  # a failed COMMIT leaves the transaction open, too
                 conn.execute("ROLLBACK")
@@ -311,31 +320,44 @@ class Index:
         return [row_to_memory(r) for r in rows]
 
     def touch(self, memories: Iterable[Memory]) -> None:
-        """Count a retrieval of each memory. Never raises: usage must not fail a read."""
+        """Count a retrieval of each memory. Never raises: usage must not fail a read. When
+        the index stays locked, the counts are queued for the next write (debug log only:
+        a library user's stderr stays quiet)."""
         items = [(str(m.path.parent), m.id) for m in memories if m.path is not None]
         if items:
             stamp = format_time(now())
-            self.try_write(
+            failed = self._try_write(
                 "INSERT INTO usage (dir, id, access_count, last_accessed) VALUES (?, ?, 1, ?) "
                 "ON CONFLICT (dir, id) DO UPDATE SET access_count = access_count + 1, "
                 "last_accessed = excluded.last_accessed",
-                [(d, i, stamp) for d, i in items], "usage counters not updated",
+                [(d, i, stamp) for d, i in items],
                 then=(_REKEY, items))  # their strength key counts the access
+            if failed is not None:
+                queued = usage_queue.append(self.queue_path, items, stamp)
+                note("memdir: usage counters not updated yet (%s); %s", failed,
+                     "queued for the next write" if queued else "lost")
 
     def try_write(self, sql: str, rows: Sequence[Sequence[Any]], what: str, *,
                   then: tuple[str, Sequence[Sequence[Any]]] | None = None) -> bool:
         """A small write on a read path: waits briefly for the lock, logs instead of raising.
         ``then``: a second statement and its rows, in the same transaction."""
+        failed = self._try_write(sql, rows, then=then)
+        if failed is not None:
+            warn("memdir: %s (%s); the read succeeded", what, failed)
+        return failed is None
+
+    def _try_write(self, sql: str, rows: Sequence[Sequence[Any]], *,
+                   then: tuple[str, Sequence[Sequence[Any]]] | None = None) -> Exception | None:
+        """The write of :meth:`try_write`; the error that stopped it, or None."""
         conn = self.conn
         try:
             with self.write(wait_ms=USAGE_TIMEOUT_MS) as tx:
                 tx.executemany(sql, rows)
                 if then is not None:
                     tx.executemany(*then)
-            return True
+            return None
         except (sqlite3.Error, IndexBusyError) as exc:
-            warn("memdir: %s (%s); the read succeeded", what, exc)
-            return False
+            return exc
         finally:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms()}")
