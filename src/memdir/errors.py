@@ -24,6 +24,7 @@ __all__ = [
     "MemoryFileError",
     "MemoryNotFoundError",
     "PathTraversalError",
+    "ReadOnlyHomeError",
     "SecretDetectedError",
     "ServerError",
     "UnknownTypeError",
@@ -212,4 +213,14 @@ class ServerError(MemdirError):
     default_hint = (
         "Is `memdir serve` running at the URL in MEMDIR_SERVER (or [server] url in "
         "$MEMDIR_HOME/config.toml)? `memdir team status` checks the connection."
+    )
+
+
+class ReadOnlyHomeError(MemdirError):
+    """A write to a home that cannot be written (memdir.readonly); reads still work."""
+
+    code = "read_only_home"
+    default_hint = (
+        "Make the memory home writable (`chmod -R u+w \"$MEMDIR_HOME\"`, or mount it "
+        "read-write), or set MEMDIR_HOME to a writable folder; reading works meanwhile."
     )

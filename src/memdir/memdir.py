@@ -101,7 +101,13 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
     def reconcile(self) -> bool:
         """Pick up files added, edited, renamed or deleted outside memdir. True if any."""
         self._pull_if_due()  # the team server's mirror first (throttled; never raises)
-        changed = st.reconcile(self.index, self._dirs())
+        self.index.conn  # noqa: B018 -- opening it decides whether the home is read-only
+        if self.index.read_only:
+            from memdir.readonly import sync
+
+            changed = sync(self.index, self._dirs())
+        else:
+            changed = st.reconcile(self.index, self._dirs())
         self._last_sync = time.monotonic()
         return changed
 
