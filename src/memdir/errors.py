@@ -28,7 +28,6 @@ __all__ = [
     "SecretDetectedError",
     "ServerError",
     "UnknownTypeError",
-    "note",
     "warn",
     "warnings_to",
 ]
