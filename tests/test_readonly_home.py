@@ -144,3 +144,15 @@ def test_a_write_fails_with_a_clear_error_and_changes_nothing(ro: ReadOnly, home
         assert "error: the memory home" in result.stderr and "cannot be written" in result.stderr
         assert "hint: make it writable" in result.stderr and "Traceback" not in result.stderr
     assert _snapshot(home) == before
+
+
+def test_doctor_reports_the_read_only_home_and_get_counts_nothing(
+        ro: ReadOnly, home: Path, stored: dict[str, str]) -> None:
+    doctor = ro("--json", "doctor")
+    problems = json.loads(doctor.stdout)
+    found = [p for p in problems if p["kind"] == "read-only-home"]
+    assert found and "chmod -R u+w" in found[0]["hint"], problems
+    shown = ro("--json", "get", stored["deploy"])
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["access_count"] == 0
+

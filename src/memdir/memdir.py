@@ -211,6 +211,8 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
     def get(self, ref: str) -> Memory:
         """A memory by id or file name. Counts as an access."""
         memory = self._find(ref)
+        if self.index.read_only:
+            return memory  # nothing is counted in a home that cannot be written
         self.index.touch([memory])
         return memory.replace(access_count=memory.access_count + 1,
                               last_accessed=self._clock())
