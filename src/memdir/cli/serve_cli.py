@@ -134,5 +134,6 @@ def run(args: argparse.Namespace) -> int:
     _warn(f"{kind} store, web page at {url}" + (f"#token={token}" if token else ""))
     uvicorn.run(app, host=args.host, port=args.port, workers=1, log_level="info",
                 server_header=False, timeout_graceful_shutdown=5,
-                http=protocol_class(args.request_timeout))
+                http=protocol_class(args.request_timeout),
+                ws="none")  # no WebSocket routes: an Upgrade request is answered as HTTP
     return 0
