@@ -221,7 +221,7 @@ def test_reads_count_accesses(store: Any) -> None:
 def test_a_failing_usage_count_never_fails_the_read(store: Any,
                                                     caplog: pytest.LogCaptureFixture) -> None:
     memory = store.store("The API gateway retries three times", type="fact")
-    with caplog.at_level(logging.WARNING, logger="memdir"), writes_blocked(store):
+    with caplog.at_level(logging.DEBUG, logger="memdir"), writes_blocked(store):
         assert store.get(memory.id).id == memory.id
         assert [h.memory.id for h in store.search("gateway retries")] == [memory.id]
         assert [m.id for m in store.context(budget_tokens=2000).memories] == [memory.id]

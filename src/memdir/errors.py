@@ -24,6 +24,7 @@ __all__ = [
     "MemoryFileError",
     "MemoryNotFoundError",
     "PathTraversalError",
+    "ReadOnlyHomeError",
     "SecretDetectedError",
     "ServerError",
     "UnknownTypeError",
@@ -45,6 +46,17 @@ def warn(message: str, *args: object) -> None:
     import logging
 
     logging.getLogger("memdir").warning(message, *args)
+
+
+def note(message: str, *args: object) -> None:
+    """Log a debug note on the ``memdir`` logger (a library user sees nothing unless they
+    ask), or hand it to the sink set by :func:`warnings_to` (a hook's log keeps everything)."""
+    if _sink is not None:
+        _sink(message % args if args else message)
+        return
+    import logging
+
+    logging.getLogger("memdir").debug(message, *args)
 
 
 def warnings_to(sink: Callable[[str], None] | None) -> None:
@@ -200,4 +212,14 @@ class ServerError(MemdirError):
     default_hint = (
         "Is `memdir serve` running at the URL in MEMDIR_SERVER (or [server] url in "
         "$MEMDIR_HOME/config.toml)? `memdir team status` checks the connection."
+    )
+
+
+class ReadOnlyHomeError(MemdirError):
+    """A write to a home that cannot be written (memdir.readonly); reads still work."""
+
+    code = "read_only_home"
+    default_hint = (
+        "Make the memory home writable (`chmod -R u+w \"$MEMDIR_HOME\"`, or mount it "
+        "read-write), or set MEMDIR_HOME to a writable folder; reading works meanwhile."
     )

@@ -9,7 +9,9 @@ Invariants:
 - The ``memories`` table and its FTS5 mirror are derived from the files and can be rebuilt at
   any time. The ``usage`` table is not derived: it is keyed by (directory, memory id) so it
   survives a rebuild, a rename and a reclassify.
-- Updating usage never fails a read: it uses a short lock wait and logs instead of raising.
+- Updating usage never fails a read: it uses a short lock wait; counts that cannot be written
+  then are queued in a file of the home (:mod:`memdir.usage_queue`) and applied by the next
+  write transaction that commits, in any process.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from memdir.errors import IndexBusyError, IndexCorruptError, warn
+from memdir import readonly, usage_queue
+from memdir.errors import IndexBusyError, IndexCorruptError, ReadOnlyHomeError, note, warn
 from memdir.files import index_line
 from memdir.index_schema import migrate
 from memdir.model import Memory, Scope, format_time, now, parse_time
@@ -161,6 +164,16 @@ def connect(path: Path) -> sqlite3.Connection:
             raise IndexCorruptError(f"cannot open the index {path}: {exc}") from None
 
 
+def _read_settings(conn: sqlite3.Connection) -> sqlite3.Connection:
+    """memdir's settings for a connection that is never written through (a read-only home's
+    index, read-only or in memory: memdir.readonly)."""
+    conn.row_factory = sqlite3.Row
+    conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms()}")
+    conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+    _ensure_math(conn)
+    return conn
+
+
 def memory_to_row(memory: Memory, directory: str, norm_hash: str, mtime_ns: int,
                   size: int) -> tuple[Any, ...]:
     return (
@@ -236,9 +249,21 @@ class Index:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._conn: sqlite3.Connection | None = None
+        # A home that cannot be written (memdir.readonly): decided at the first connection.
+        self.read_only = False
+        self.in_memory = False  # read-only, and the rows are in memory, read from the files
 
     @property
     def conn(self) -> sqlite3.Connection:
+        if self._conn is None and (self.read_only or not readonly.writable(self.path)):
+            if not self.read_only:
+                warn("memdir: %s cannot be written: memories are read from the files, and "
+                     "nothing is stored or counted (hint: make the folder writable, e.g. "
+                     "`chmod -R u+w %s` or a read-write mount, or set MEMDIR_HOME to a "
+                     "writable folder)", self.path.parent, self.path.parent)
+            self.read_only = True
+            conn, self.in_memory = readonly.connection(self.path)
+            self._conn = _read_settings(conn)
         if self._conn is None:
             conn = connect(self.path)
             try:
@@ -249,6 +274,18 @@ class Index:
             self._conn = conn
         return self._conn
 
+    @property
+    def queue_path(self) -> Path:
+        """Where reads queue the usage counts they could not write (memdir.usage_queue)."""
+        return self.path.parent / usage_queue.QUEUE_NAME
+
+    def use_memory(self) -> None:
+        """A read-only home whose index on disk is out of date: read from an empty index in
+        memory from now on (memdir.readonly.sync fills it)."""
+        self.close()
+        self._conn = _read_settings(readonly.memory())
+        self.in_memory = True
+
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
@@ -257,8 +294,16 @@ class Index:
     @contextlib.contextmanager
     def write(self, wait_ms: int | None = None) -> Iterator[sqlite3.Connection]:
         """A write transaction: BEGIN IMMEDIATE ... COMMIT, rolled back on any error.
-        ``wait_ms``: wait at most this long for the lock (else up to the busy timeout)."""
+        ``wait_ms``: wait at most this long for the lock (else up to the busy timeout).
+        ReadOnlyHomeError, before anything is written, when the home cannot be written."""
         conn = self.conn
+        if self.read_only:
+            home = self.path.parent
+            raise ReadOnlyHomeError(
+                f"the memory home {home} cannot be written (a read-only mount, or no write "
+                "permission); nothing was changed",
+                f"make it writable (`chmod -R u+w {home}`, or mount it read-write), or set "
+                "MEMDIR_HOME to a writable folder; reading works meanwhile")
         try:
             if wait_ms is not None or _deadline is not None:
                 wait = busy_timeout_ms() if wait_ms is None else min(wait_ms, busy_timeout_ms())
@@ -268,7 +313,8 @@ class Index:
             raise IndexBusyError(f"the index {self.path} stayed locked: {exc}") from None
         try:
             yield conn
-            conn.execute("COMMIT")
+            with usage_queue.drained(self.queue_path, conn, _REKEY):  # counts queued by reads
+                conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:  # a failed COMMIT leaves the transaction open, too
                 conn.execute("ROLLBACK")
@@ -311,31 +357,46 @@ class Index:
         return [row_to_memory(r) for r in rows]
 
     def touch(self, memories: Iterable[Memory]) -> None:
-        """Count a retrieval of each memory. Never raises: usage must not fail a read."""
+        """Count a retrieval of each memory. Never raises: usage must not fail a read. When
+        the index stays locked, the counts are queued for the next write (debug log only:
+        a library user's stderr stays quiet)."""
         items = [(str(m.path.parent), m.id) for m in memories if m.path is not None]
-        if items:
+        if items and not self.read_only:  # a read-only home counts nothing (memdir.readonly)
             stamp = format_time(now())
-            self.try_write(
+            failed = self._try_write(
                 "INSERT INTO usage (dir, id, access_count, last_accessed) VALUES (?, ?, 1, ?) "
                 "ON CONFLICT (dir, id) DO UPDATE SET access_count = access_count + 1, "
                 "last_accessed = excluded.last_accessed",
-                [(d, i, stamp) for d, i in items], "usage counters not updated",
+                [(d, i, stamp) for d, i in items],
                 then=(_REKEY, items))  # their strength key counts the access
+            if failed is not None:
+                queued = usage_queue.append(self.queue_path, items, stamp)
+                note("memdir: usage counters not updated yet (%s); %s", failed,
+                     "queued for the next write" if queued else "lost")
 
     def try_write(self, sql: str, rows: Sequence[Sequence[Any]], what: str, *,
                   then: tuple[str, Sequence[Sequence[Any]]] | None = None) -> bool:
         """A small write on a read path: waits briefly for the lock, logs instead of raising.
         ``then``: a second statement and its rows, in the same transaction."""
+        if self.read_only:
+            return False  # said once, when the home was found read-only
+        failed = self._try_write(sql, rows, then=then)
+        if failed is not None:
+            warn("memdir: %s (%s); the read succeeded", what, failed)
+        return failed is None
+
+    def _try_write(self, sql: str, rows: Sequence[Sequence[Any]], *,
+                   then: tuple[str, Sequence[Sequence[Any]]] | None = None) -> Exception | None:
+        """The write of :meth:`try_write`; the error that stopped it, or None."""
         conn = self.conn
         try:
             with self.write(wait_ms=USAGE_TIMEOUT_MS) as tx:
                 tx.executemany(sql, rows)
                 if then is not None:
                     tx.executemany(*then)
-            return True
+            return None
         except (sqlite3.Error, IndexBusyError) as exc:
-            warn("memdir: %s (%s); the read succeeded", what, exc)
-            return False
+            return exc
         finally:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms()}")

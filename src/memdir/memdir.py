@@ -101,7 +101,13 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
     def reconcile(self) -> bool:
         """Pick up files added, edited, renamed or deleted outside memdir. True if any."""
         self._pull_if_due()  # the team server's mirror first (throttled; never raises)
-        changed = st.reconcile(self.index, self._dirs())
+        self.index.conn  # noqa: B018 -- opening it decides whether the home is read-only
+        if self.index.read_only:
+            from memdir.readonly import sync
+
+            changed = sync(self.index, self._dirs())
+        else:
+            changed = st.reconcile(self.index, self._dirs())
         self._last_sync = time.monotonic()
         return changed
 
@@ -205,6 +211,8 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
     def get(self, ref: str) -> Memory:
         """A memory by id or file name. Counts as an access."""
         memory = self._find(ref)
+        if self.index.read_only:
+            return memory  # nothing is counted in a home that cannot be written
         self.index.touch([memory])
         return memory.replace(access_count=memory.access_count + 1,
                               last_accessed=self._clock())

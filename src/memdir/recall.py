@@ -270,6 +270,9 @@ def _claim(index: Index, session_id: str, memories: Sequence[Memory], at: dateti
     """Record up to ``limit`` of the memories, in order, as surfaced in this session, within
     its byte budget; one already claimed by another process is passed over."""
     stamp = format_time(at)
+    if index.read_only:  # a read-only home (memdir.readonly): nothing can be recorded
+        used, _ = _session(index.conn, session_id)
+        return claim_in_order(memories, limit, used, lambda memory: True, at)
     with index.write() as conn:
         used, _ = _session(conn, session_id)
         conn.execute("INSERT OR IGNORE INTO recall_sessions (session_id, started, updated) "

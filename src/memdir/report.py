@@ -98,6 +98,12 @@ def _llm_usage(md: Memdir) -> dict[str, object]:
 def doctor(md: Memdir, dirs: Sequence[MemoryDir]) -> list[Problem]:
     problems = list(md.config.problems)
     conn = md.index.conn
+    if md.index.read_only:  # memdir.readonly
+        problems.append(Problem(
+            "read-only-home", str(md.home), "the home cannot be written: memories are read "
+            "from the files, nothing is stored and usage is not counted",
+            f"make it writable (`chmod -R u+w {md.home}`, or mount it read-write), or set "
+            "MEMDIR_HOME to a writable folder"))
     for scope in SCOPES:
         if scope == "team" and os.path.lexists(md.roots.worktree / ".memdir" / "team"):
             try:

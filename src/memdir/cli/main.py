@@ -73,6 +73,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     from memdir.cli import commands
 
+    if args.command != "mcp":  # the MCP server's stdout is its protocol
+        from memdir.cli import terminal
+
+        terminal.install(json=bool(getattr(args, "json", False))
+                         or (args.command == "export" and getattr(args, "dest", "") == "-"))
     try:
         return commands.run(args)
     except MemdirError as exc:

@@ -145,7 +145,8 @@ class Progress:
 
     def __init__(self, label: str, *, stream: TextIO | None = None, force: bool = False) -> None:
         self.label = label
-        self.stream = stream or sys.stderr
+        # memdir's own bar: past the terminal-safe wrapper, whose escaping would show "\r".
+        self.stream: TextIO = stream or getattr(sys.stderr, "raw", None) or sys.stderr
         self.enabled = force or self.stream.isatty()
         self.started = time.monotonic()
         self._last = 0.0

@@ -10,6 +10,8 @@ Invariants:
 - Authentication is on unless ``--no-token``. Binding to a non-loopback address prints a
   warning; doing so without a token prints a louder one (the server still starts: the user
   asked for it, e.g. inside a private network or behind an authenticating proxy).
+- Connections are handled by :mod:`memdir.server.protocol`: uvicorn's own error answers in
+  the API's JSON shape, and a request must arrive whole within ``--request-timeout``.
 - The URL of the web page, with the token in its ``#token=`` fragment (never sent to the
   server), goes to stderr at start.
 """
@@ -26,6 +28,7 @@ __all__ = ["add_parser", "run"]
 
 DEFAULT_PORT = 8765
 DEFAULT_MAX_BODY = 1 << 20
+DEFAULT_REQUEST_TIMEOUT = 30.0  # memdir.server.protocol's (not imported: it imports uvicorn)
 
 
 def add_parser(sub: argparse._SubParsersAction[Any], common: argparse.ArgumentParser) -> None:
@@ -49,6 +52,11 @@ def add_parser(sub: argparse._SubParsersAction[Any], common: argparse.ArgumentPa
                    help=f"largest request body accepted (default {DEFAULT_MAX_BODY})")
     p.add_argument("--threads", type=int, default=8,
                    help="requests handled at once by this process (default 8)")
+    p.add_argument("--request-timeout", type=float, default=DEFAULT_REQUEST_TIMEOUT,
+                   metavar="SECONDS",
+                   help="a request's headers and body must arrive within this time of its "
+                        f"first byte, or the connection is closed (default "
+                        f"{DEFAULT_REQUEST_TIMEOUT:g})")
 
 
 def _warn(text: str) -> None:
@@ -102,12 +110,16 @@ def run(args: argparse.Namespace) -> int:
     if args.threads < 1:
         raise ConfigError(f"--threads must be at least 1, not {args.threads}",
                           "e.g. --threads 8")
+    if not args.request_timeout > 0:
+        raise ConfigError(f"--request-timeout must be more than 0, not {args.request_timeout}",
+                          "give seconds, e.g. --request-timeout 30")
     token = "" if args.no_token else load_or_create_token(home)
     factory, kind = _factory(args, home)
 
     import uvicorn
 
     from memdir.server.app import create_app
+    from memdir.server.protocol import protocol_class
 
     app = create_app(factory, token=token, max_body=args.max_body, kind=kind,
                      log_dir=home / "logs", threads=args.threads)
@@ -121,5 +133,7 @@ def run(args: argparse.Namespace) -> int:
     url = f"http://{_browser_host(args.host)}:{args.port}/"
     _warn(f"{kind} store, web page at {url}" + (f"#token={token}" if token else ""))
     uvicorn.run(app, host=args.host, port=args.port, workers=1, log_level="info",
-                server_header=False, timeout_graceful_shutdown=5)
+                server_header=False, timeout_graceful_shutdown=5,
+                http=protocol_class(args.request_timeout),
+                ws="none")  # no WebSocket routes: an Upgrade request is answered as HTTP
     return 0

@@ -33,6 +33,7 @@ __all__ = [
     "MethodNotAllowedError",
     "NotSupportedError",
     "PayloadTooLargeError",
+    "RequestTimeoutError",
     "RouteNotFoundError",
     "ServerFaultError",
     "UnauthorizedError",
@@ -95,6 +96,16 @@ class ServerFaultError(MemdirError):
     default_hint = "This is a bug in memdir: the details are in $MEMDIR_HOME/logs/server.log."
 
 
+class RequestTimeoutError(MemdirError):
+    """A request whose headers or body did not arrive in time (memdir.server.protocol)."""
+
+    code = "request_timeout"
+    default_hint = (
+        "Send the whole request at once; on a slow link, start the server with a larger "
+        "`memdir serve --request-timeout SECONDS`."
+    )
+
+
 # code -> HTTP status; a code not listed (a MemdirError the API does not expect) is a 500.
 STATUS: Mapping[str, int] = {
     "bad_request": 400,
@@ -104,6 +115,7 @@ STATUS: Mapping[str, int] = {
     "method_not_allowed": 405,
     "duplicate": 409,
     "bad_memory_file": 409,
+    "request_timeout": 408,
     "payload_too_large": 413,
     "invalid_memory": 422,
     "unknown_type": 422,
