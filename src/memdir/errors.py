@@ -27,6 +27,7 @@ __all__ = [
     "SecretDetectedError",
     "ServerError",
     "UnknownTypeError",
+    "UnsafeFileError",
     "warn",
     "warnings_to",
 ]
@@ -201,3 +202,13 @@ class ServerError(MemdirError):
         "Is `memdir serve` running at the URL in MEMDIR_SERVER (or [server] url in "
         "$MEMDIR_HOME/config.toml)? `memdir team status` checks the connection."
     )
+
+
+class UnsafeFileError(MemdirError):
+    """A file in a memory directory that memdir will not read or replace: a symlink, a
+    special file (a FIFO, a device), or a file over the size cap of its kind. It is skipped,
+    reported by doctor, and left exactly as it is."""
+
+    code = "unsafe_file"
+    exit_code = 2
+    default_hint = "Remove it or replace it with a regular file."

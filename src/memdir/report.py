@@ -134,6 +134,7 @@ def doctor(md: Memdir, dirs: Sequence[MemoryDir]) -> list[Problem]:
             problems.append(Problem("temp-file", str(mdir.path / name),
                                     "temporary file left by an interrupted write",
                                     "delete it; the memory it belonged to was not affected"))
+        problems.extend(_unsafe_problems(mdir, listed))
     return problems
 
 
@@ -152,10 +153,14 @@ def _secret_problems(conn: sqlite3.Connection, mdir: MemoryDir) -> list[Problem]
 
 
 def _index_problems(mdir: MemoryDir) -> list[Problem]:
+    from memdir.errors import UnsafeFileError
+    from memdir.safe_open import INDEX_FILE as INDEX_CAP
+    from memdir.safe_open import read_head
+
     path = mdir.path / INDEX_FILE
-    try:
-        data = path.read_bytes()
-    except OSError:
+    try:  # a symlink or a FIFO is reported as an unsafe file; a huge one costs a bounded read
+        data, st = read_head(path, INDEX_CAP.limit)
+    except (OSError, UnsafeFileError):
         return []
     out = []
     lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
@@ -164,9 +169,21 @@ def _index_problems(mdir: MemoryDir) -> list[Problem]:
                            f"{INDEX_FILE} has {lines} lines; only the first {MAX_INDEX_LINES} "
                            "are injected", "archive or consolidate memories (`memdir archive`, "
                            "`memdir consolidate`) so the index stays under 200 lines"))
-    if len(data) > MAX_INDEX_BYTES:
+    if st.st_size > MAX_INDEX_BYTES:
         out.append(Problem("index-too-large", str(path),
-                           f"{INDEX_FILE} is {len(data)} bytes; only {MAX_INDEX_BYTES} are "
+                           f"{INDEX_FILE} is {st.st_size} bytes; only {MAX_INDEX_BYTES} are "
                            "injected", "keep descriptions to one short line; move detail into "
                            "the memory files"))
     return out
+
+
+def _unsafe_problems(mdir: MemoryDir, listed: list[str]) -> list[Problem]:
+    """Symlinks and special files where memdir reads (memory files, MEMORY.md, logs/,
+    index/): every command skips them and leaves them as they are; doctor names them."""
+    from memdir.files import is_memory_file
+    from memdir.safe_open import NOT_REGULAR_FIX, unsafe_entries
+
+    names = [n for n in listed if n in (INDEX_FILE, INDEX_FILE + ".orig") or is_memory_file(n)]
+    return [Problem("unsafe-file", str(path),
+                    f"{what}: memdir does not read, follow or replace it", NOT_REGULAR_FIX)
+            for path, what in unsafe_entries(mdir.path, names, ("logs", "index"))]
