@@ -204,18 +204,26 @@ def write_index(directory: Path, lines: str) -> None:
     try:
         # Its first few hundred bytes tell: ours carries the marker on its third line.
         head, st = read_head(path, 512)
-    except FileNotFoundError:
-        pass
-    except (UnsafeFileError, OSError) as exc:
-        from memdir.errors import warn  # only when something is wrong
+    except UnsafeFileError as exc:
+        if not _is_folder(path):  # a folder: the write below fails, saying so
+            from memdir.errors import warn  # only when something is wrong
 
-        warn("memdir: %s is not regenerated: %s", path, getattr(exc, "message", exc))
-        return
+            warn("memdir: %s is not regenerated: %s", path, exc.message)
+            return
+    except OSError:
+        pass  # missing (or unreadable): written afresh
     else:
         if _MARKER not in head.decode("utf-8", errors="replace") and head.strip() \
                 and not _keep_original(path, st):
             return
     atomic_write(path, render_index(lines), fsync=False)
+
+
+def _is_folder(path: Path) -> bool:
+    try:
+        return S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _keep_original(path: Path, st: os.stat_result) -> bool:

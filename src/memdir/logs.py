@@ -80,6 +80,7 @@ def append_log(directory: Path, text: str, at: datetime) -> Path:
     path = log_path(directory, at)
     # Each folder made or entered only if it is a real one: a symlinked logs/ is never
     # written through (UnsafeFileError says so).
+    directory.mkdir(parents=True, exist_ok=True)  # the memory directory: vetted by its scope
     real_folder(directory, *path.relative_to(directory).parts[:-1], create=True)
     line = f"- {at.astimezone():%H:%M:%S} {clean}\n".encode()
     try:
