@@ -275,3 +275,36 @@ def test_import_of_a_fifo_fails_at_once_with_a_fix(home: Path, repo: Path,
     result = _run(home, repo, "import", str(fifo))
     assert result.returncode != 0
     assert "not a regular file" in result.stderr and "hint:" in result.stderr
+
+
+# -- what memdir keeps or replaces ----------------------------------------------------------
+
+
+def test_a_hand_written_memory_md_is_kept_as_the_very_file_not_a_copy(md: Memdir) -> None:
+    folder = md.directory("project").path
+    folder.mkdir(parents=True)
+    (folder / "MEMORY.md").write_text("# My own index\n\n- notes\n")
+    before = os.stat(folder / "MEMORY.md")
+    md.store("The quetzal cache is warmed at 6am", type="fact")
+    kept = os.stat(folder / "MEMORY.md.orig")
+    assert (kept.st_ino, kept.st_mode) == (before.st_ino, before.st_mode)  # linked, not copied
+    assert (folder / "MEMORY.md.orig").read_text() == "# My own index\n\n- notes\n"
+    assert "quetzal" in (folder / "MEMORY.md").read_text()
+
+
+def test_a_mirror_file_that_is_a_symlink_is_never_replaced(md: Memdir, tmp_path: Path) -> None:
+    from memdir.errors import MemdirError
+    from memdir.mirror import file_name, place
+    from memdir.store import MemoryDir
+
+    memory = md.store("The quetzal team uses trunk-based development", type="fact")
+    mirror = MemoryDir("team", tmp_path / "mirror", md.directory("team").taxonomy)
+    mirror.path.mkdir()
+    outside = mirror.path / "notes.txt"  # inside the folder: no traversal, still not ours
+    outside.write_bytes(OUTSIDE)
+    link = mirror.path / file_name(memory.replace(scope="team"))
+    link.symlink_to(outside.name)
+    with pytest.raises(MemdirError) as caught:
+        place(mirror, memory)
+    assert caught.value.hint == "remove it or replace it with a regular file"
+    assert link.is_symlink() and outside.read_bytes() == OUTSIDE
