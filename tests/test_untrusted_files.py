@@ -308,3 +308,24 @@ def test_a_mirror_file_that_is_a_symlink_is_never_replaced(md: Memdir, tmp_path:
         place(mirror, memory)
     assert caught.value.hint == "remove it or replace it with a regular file"
     assert link.is_symlink() and outside.read_bytes() == OUTSIDE
+
+
+def test_doctor_names_oversized_logs_and_pages_that_are_skipped(md: Memdir) -> None:
+    from datetime import datetime
+
+    from memdir.logs import append_log, unconsumed
+
+    folder = md.directory("project").path
+    path = append_log(folder, "Deployed quetzal 4.2", datetime(2026, 11, 20, 9).astimezone())
+    big = path.with_name("2026-11-21.md")
+    with open(big, "wb") as fh:
+        fh.write(b"- 09:00:00 a line of a log far too large\n")
+        fh.truncate(20 * 1024 * 1024)
+    (folder / "index").mkdir()
+    with open(folder / "index" / "fact.md", "wb") as fh:
+        fh.truncate(2 * 1024 * 1024)
+    assert [t for lines in unconsumed(folder) for t in lines.texts] == ["Deployed quetzal 4.2"]
+    found = {Path(p.where).name: p for p in md.doctor() if p.kind == "unsafe-file"}
+    assert sorted(found) == ["2026-11-21.md", "fact.md"]
+    assert "20,971,520 bytes" in found["2026-11-21.md"].message
+    assert "regenerates" in found["fact.md"].hint

@@ -3,7 +3,8 @@
 Both only read. Doctor never modifies a file: it lists broken memory files with the parse
 error and a hint, settings ignored for trust reasons, a team directory that leaves its
 repository, MEMORY.md files over their caps, ids used twice, secrets written into files by
-hand, and temp files left by a killed writer.
+hand, temp files left by a killed writer, and symlinks, special files and oversized files
+where memdir reads (which every other command skips).
 """
 
 from __future__ import annotations
@@ -178,12 +179,12 @@ def _index_problems(mdir: MemoryDir) -> list[Problem]:
 
 
 def _unsafe_problems(mdir: MemoryDir, listed: list[str]) -> list[Problem]:
-    """Symlinks and special files where memdir reads (memory files, MEMORY.md, logs/,
-    index/): every command skips them and leaves them as they are; doctor names them."""
+    """Symlinks, special files and files over their cap where memdir reads (memory files,
+    MEMORY.md, logs/, index/): every command skips them and leaves them as they are."""
     from memdir.files import is_memory_file
-    from memdir.safe_open import NOT_REGULAR_FIX, unsafe_entries
+    from memdir.safe_open import CONSUMED_STATE, DAILY_LOG, OVERFLOW_PAGE, unsafe_entries
 
     names = [n for n in listed if n in (INDEX_FILE, INDEX_FILE + ".orig") or is_memory_file(n)]
-    return [Problem("unsafe-file", str(path),
-                    f"{what}: memdir does not read, follow or replace it", NOT_REGULAR_FIX)
-            for path, what in unsafe_entries(mdir.path, names, ("logs", "index"))]
+    found = unsafe_entries(mdir.path, names, {"logs": DAILY_LOG, "index": OVERFLOW_PAGE},
+                           {".consumed.json": CONSUMED_STATE})
+    return [Problem("unsafe-file", str(path), message, hint) for path, message, hint in found]

@@ -27,7 +27,7 @@ import contextlib
 import errno
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -192,11 +192,12 @@ def real_folder(base: Path, *parts: str, create: bool = False) -> Path | None:
     return path
 
 
-def unsafe_entries(directory: Path, names: Iterator[str] | list[str],
-                   folders: tuple[str, ...] = ()) -> Iterator[tuple[Path, str]]:
-    """(path, what it is) of each of ``names`` in ``directory`` that is a symlink or a
-    special file, and of each entry of ``folders`` (searched below, never through a
-    symlink) that is: what doctor reports and every other command skips."""
+def unsafe_entries(directory: Path, names: list[str], folders: Mapping[str, Cap],
+                   named: Mapping[str, Cap]) -> Iterator[tuple[Path, str, str]]:
+    """(path, what is wrong, how to fix it) for each of ``names`` in ``directory`` that is a
+    symlink or a special file, and for each entry below ``folders`` (searched without
+    entering a symlink) that is, or that is over the folder's cap (or the cap ``named`` gives
+    its file name): what doctor reports and every other command skips."""
     for name in names:
         path = directory / name
         try:
@@ -205,18 +206,21 @@ def unsafe_entries(directory: Path, names: Iterator[str] | list[str],
             continue
         what = describe(mode)
         if what is not None and what != "a folder":
-            yield path, what
-    for folder in folders:
-        yield from _walk(directory / folder)
+            yield path, _SKIPPED.format(what), NOT_REGULAR_FIX
+    for folder, cap in folders.items():
+        yield from _walk(directory / folder, cap, named)
 
 
-def _walk(path: Path) -> Iterator[tuple[Path, str]]:
+_SKIPPED = "{}: memdir does not read, follow or replace it"
+
+
+def _walk(path: Path, cap: Cap, named: Mapping[str, Cap]) -> Iterator[tuple[Path, str, str]]:
     try:
         mode = os.lstat(path).st_mode
     except OSError:
         return
     if not stat.S_ISDIR(mode):
-        yield path, describe(mode) or "not a folder"
+        yield path, _SKIPPED.format(describe(mode) or "not a folder"), NOT_REGULAR_FIX
         return
     try:
         entries = sorted(os.scandir(path), key=lambda e: e.name)
@@ -225,11 +229,14 @@ def _walk(path: Path) -> Iterator[tuple[Path, str]]:
     for entry in entries:
         try:
             if entry.is_dir(follow_symlinks=False):
-                yield from _walk(Path(entry.path))
+                yield from _walk(Path(entry.path), cap, named)
                 continue
-            mode = entry.stat(follow_symlinks=False).st_mode
+            st = entry.stat(follow_symlinks=False)
         except OSError:
             continue
-        what = describe(mode)
+        what = describe(st.st_mode)
+        limit = named.get(entry.name, cap)
         if what is not None:
-            yield Path(entry.path), what
+            yield Path(entry.path), _SKIPPED.format(what), NOT_REGULAR_FIX
+        elif st.st_size > limit.limit:
+            yield Path(entry.path), f"{limit.over(st.st_size)}, so it is not read", limit.fix
