@@ -329,3 +329,23 @@ def test_doctor_names_oversized_logs_and_pages_that_are_skipped(md: Memdir) -> N
     assert sorted(found) == ["2026-11-21.md", "fact.md"]
     assert "20,971,520 bytes" in found["2026-11-21.md"].message
     assert "regenerates" in found["fact.md"].hint
+
+
+@pytest.mark.parametrize("kind", ["symlink", "devzero", "fifo"])
+def test_a_committed_settings_file_that_is_not_a_regular_file_is_ignored(
+        home: Path, repo: Path, tmp_path: Path, kind: str) -> None:
+    (repo / ".memdir").mkdir()
+    outside = tmp_path / "settings.toml"
+    outside.write_text('[team]\ntaxonomy = "cognova"\n')  # valid: only the link is wrong
+    if kind == "symlink":
+        (repo / ".memdir" / "config.toml").symlink_to(outside)
+    elif kind == "devzero":
+        (repo / ".memdir" / "config.toml").symlink_to("/dev/zero")
+    else:
+        os.mkfifo(repo / ".memdir" / "config.toml")
+    types = cli_json(_run(home, repo, "--json", "types"))
+    assert isinstance(types, dict) and types["team"]["taxonomy"] == "memdir"
+    doctor = json.loads(_run(home, repo, "--json", "doctor").stdout)
+    assert [(p["kind"], p["where"]) for p in doctor] == [
+        ("config", str(repo / ".memdir" / "config.toml"))]
+    assert doctor[0]["hint"] == "remove it or replace it with a regular file"

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from memdir.errors import UnsafeFileError
 
-__all__ = ["CONSUMED_STATE", "DAILY_LOG", "IMPORT_FILE", "INDEX_FILE", "MEMORY_FILE",
+__all__ = ["CONFIG_FILE", "CONSUMED_STATE", "DAILY_LOG", "IMPORT_FILE", "INDEX_FILE", "MEMORY_FILE",
            "NOT_REGULAR_FIX", "OVERFLOW_PAGE", "PULL_RECORD", "Cap", "check_replaceable",
            "describe", "read_file", "read_head", "read_text", "real_folder", "unsafe_entries"]
 
@@ -67,6 +67,7 @@ CONSUMED_STATE = Cap("consumed-state file", 1 << 20,
                      "remove logs/.consumed.json: consolidation then gathers the logs again")
 IMPORT_FILE = Cap("import file", 256 << 20,
                   "split the export into several files and import each")
+CONFIG_FILE = Cap("settings file", 1 << 20, "keep config.toml to the settings memdir documents")
 PULL_RECORD = Cap("pull record", 64 << 10,
                   "remove the last-pull file: the next pull writes it again")
 
