@@ -32,6 +32,7 @@ from memdir.files import atomic_write
 from memdir.safe_open import (
     CONSUMED_STATE,
     DAILY_LOG,
+    NOT_REGULAR_FIX,
     check_replaceable,
     read_file,
     real_folder,
@@ -90,8 +91,9 @@ def append_log(directory: Path, text: str, at: datetime) -> Path:
         check_replaceable(path)  # says which, with the fix
         raise
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            check_replaceable(path)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO with a reader
+            check_replaceable(path)  # raises, saying what it is
+            raise UnsafeFileError(f"{path} is not a regular file", NOT_REGULAR_FIX)
         os.write(fd, line)  # one write of one line: appenders never tear each other's lines
     finally:
         os.close(fd)
