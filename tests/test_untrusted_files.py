@@ -187,8 +187,8 @@ def test_a_memory_too_large_for_its_file_is_refused_before_anything_is_written(
     assert md.list() == []
 
 
-def test_reading_is_bounded_by_the_cap_even_where_stat_says_nothing(tmp_path: Path) -> None:
-    # /proc files report size 0 and a FIFO has none: the read itself stops at the cap.
+def test_a_symlink_or_a_device_is_refused_before_any_read(tmp_path: Path) -> None:
+    # /dev/zero reports size 0 and never ends: it must be refused, not read up to a cap.
     from memdir.errors import UnsafeFileError
     from memdir.safe_open import MEMORY_FILE, read_file
 
