@@ -182,9 +182,9 @@ def test_team_file_symlinked_outside_is_never_indexed(md: Memdir, repo: Path,
 
     md.reconcile()
     problems = md.doctor()
-    broken = [p for p in problems if p.kind == "broken-file"]
-    assert [Path(p.where).name for p in broken] == ["fact_evil.md"]
-    assert broken[0].where == str(team / "fact_evil.md")
+    unsafe = [p for p in problems if p.kind == "unsafe-file"]  # a symlink is never followed
+    assert [Path(p.where).name for p in unsafe] == ["fact_evil.md"]
+    assert unsafe[0].where == str(team / "fact_evil.md")
 
     hits = md.search("zanzibar", include_archived=True)
     assert [h.memory.body for h in hits] == ["zanzibar legitimate note"]

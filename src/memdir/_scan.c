@@ -2,8 +2,11 @@
  *
  * scan(dir_fd) -> {name: (st_mtime_ns, st_size)} for the memory files of the directory open
  * at dir_fd: names ending in ".md", not starting with '.', not "MEMORY.md", valid UTF-8,
- * that are regular files (symlinks followed). The same result as memdir.files.scan_dir's
- * Python loop, which remains the fallback where this extension is not built.
+ * that are regular files. A symlink is not followed but skipped, as a FIFO or a device is:
+ * a memory directory may hold anything someone committed, and memdir reads only regular
+ * files it can open without following a link (memdir.safe_open). The same result as
+ * memdir.files.scan_dir's Python loop, which remains the fallback where this extension is
+ * not built.
  *
  * names_sum(dir_fd) -> (count, sum of CRC-32s) of the memory file names listed there (any
  * kind of entry), as memdir.fingerprint computes it after every write.
@@ -121,8 +124,9 @@ scan(PyObject *module, PyObject *arg)
     int more;
     while ((more = next_memory_name(dir, &entry, &len)) == 1) {
         struct stat st;
-        if (fstatat(dir_fd, entry->d_name, &st, 0) != 0 || !S_ISREG(st.st_mode))
-            continue; /* gone meanwhile, a dangling symlink, a folder: not a memory */
+        if (fstatat(dir_fd, entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0
+            || !S_ISREG(st.st_mode))
+            continue; /* gone meanwhile, a symlink, a folder, a FIFO: not a memory */
         PyObject *name = PyUnicode_DecodeUTF8(entry->d_name, (Py_ssize_t)len, NULL);
         if (name == NULL) { /* not UTF-8: skipped, as doctor reports it */
             if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
@@ -292,8 +296,9 @@ sum_slice(void *arg)
     for (size_t i = sums->start; i < sums->stop; i++) {
         const char *name = sums->names->text + sums->names->offsets[i];
         struct stat st;
-        if (fstatat(sums->dir_fd, name, &st, 0) != 0 || !S_ISREG(st.st_mode))
-            continue; /* as scan(): gone meanwhile, a dangling symlink, a folder */
+        if (fstatat(sums->dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0
+            || !S_ISREG(st.st_mode))
+            continue; /* as scan(): gone meanwhile, a symlink, a folder, a FIFO */
         sums->count++;
         sums->seconds += (long long)MTIME(st).tv_sec;
         sums->nanoseconds += (long long)MTIME(st).tv_nsec;

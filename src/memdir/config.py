@@ -72,27 +72,32 @@ def user_config_path() -> Path:
     return Path(user_config_dir("memdir", appauthor=False)) / "config.toml"
 
 
-def read_toml(path: Path) -> dict[str, Any]:
+def read_toml(path: Path, *, follow: bool = True) -> dict[str, Any]:
+    """A TOML file as a dict ({} when absent); ConfigError when unreadable. Only a regular
+    file of at most 1 MiB is read, so a FIFO or /dev/zero cannot hang a command. ``follow``
+    False (a file from a repository, which anyone may have committed): not through a symlink
+    either."""
+    from memdir.errors import UnsafeFileError
+    from memdir.safe_open import CONFIG_FILE, read_file
+
     try:
-        fh = open(path, "rb")  # noqa: SIM115 (closed by the with below, once tomllib is in)
+        data = read_file(path, CONFIG_FILE, follow=follow)
     except FileNotFoundError:
         return {}
+    except UnsafeFileError as exc:
+        raise ConfigError(exc.message, exc.hint) from None
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc}",
                           f"check the permissions of {path}") from None
     import tomllib  # only when a file exists: most commands of most users read none
 
     try:
-        with fh:
-            return tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
+        return tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(
             f"{path} is not valid TOML: {exc}",
             f"fix the syntax in {path} (see https://toml.io) or move the file away",
         ) from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc}",
-                          f"check the permissions of {path}") from None
 
 
 def user_section(home: Path, name: str, example: str) -> tuple[dict[str, Any], str]:
@@ -161,7 +166,7 @@ def load_config(home: Path, repo_root: Path | None = None) -> Config:
     if repo_root is not None:
         repo_file = repo_root / ".memdir" / "config.toml"
         try:
-            repo = read_toml(repo_file)
+            repo = read_toml(repo_file, follow=False)  # committed by anyone: never followed
         except ConfigError as exc:
             repo = {}
             problems.append(Problem("config", str(repo_file), exc.message, exc.hint))

@@ -279,12 +279,14 @@ def _gathers(md: Memdir) -> list[Operation]:
 
 def _snapshot(md: Memdir, ids: Sequence[str]) -> list[dict[str, Any]]:
     """Each memory's file as it is now, word for word: what undo writes back."""
+    from memdir.safe_open import MEMORY_FILE, read_text  # never through a symlink, capped
+
     out = []
     for ref in ids:
         memory = md._find(ref)
         assert memory.path is not None
         out.append({"id": memory.id, "file": str(memory.path), "status": memory.status,
-                    "text": memory.path.read_text(encoding="utf-8")})
+                    "text": read_text(memory.path, MEMORY_FILE)})
     return out
 
 

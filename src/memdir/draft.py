@@ -43,6 +43,9 @@ __all__ = [
 MANUAL_RELEVANCE = 0.9  # seed 000: manually stored memories default to 0.9
 MAX_NAME = 80
 MAX_DESCRIPTION = 200
+# Bytes of a body: half the cap at which a memory file is no longer read (safe_open), so the
+# frontmatter always fits beside it.
+MAX_BODY_BYTES = 512 * 1024
 
 
 def clean_text(value: str, anchor: date | None) -> str:
@@ -174,6 +177,11 @@ def draft(content: str, *, type: str, scope: Scope, taxonomy: Taxonomy, now: dat
             "the memory is empty (after removing <private> parts)",
             "give the text to remember, e.g. memdir store --type fact \"Prod runs Ubuntu 24.04\"",
         )
+    if len(body) * 4 > MAX_BODY_BYTES and len(body.encode("utf-8")) > MAX_BODY_BYTES:
+        raise InvalidMemoryError(
+            f"the memory is {len(body.encode('utf-8')):,} bytes, over the {MAX_BODY_BYTES:,} "
+            "a memory file may hold", "store a short note (the point, why, how to apply); "
+            "keep long documents in the repository and refer to them")
     title = clean_text(name, anchor) if name else ""
     title = " ".join(title.split()) or default_name(body)
     desc = clean_text(description, anchor) if description else ""

@@ -28,6 +28,7 @@ __all__ = [
     "SecretDetectedError",
     "ServerError",
     "UnknownTypeError",
+    "UnsafeFileError",
     "warn",
     "warnings_to",
 ]
@@ -223,3 +224,13 @@ class ReadOnlyHomeError(MemdirError):
         "Make the memory home writable (`chmod -R u+w \"$MEMDIR_HOME\"`, or mount it "
         "read-write), or set MEMDIR_HOME to a writable folder; reading works meanwhile."
     )
+
+
+class UnsafeFileError(MemdirError):
+    """A file in a memory directory that memdir will not read or replace: a symlink, a
+    special file (a FIFO, a device), or a file over the size cap of its kind. It is skipped,
+    reported by doctor, and left exactly as it is."""
+
+    code = "unsafe_file"
+    exit_code = 2
+    default_hint = "Remove it or replace it with a regular file."

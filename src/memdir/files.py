@@ -9,7 +9,12 @@ Invariants:
 - A memory file is named ``<type>_<slug>.md``; a taken name gets ``-2``, ``-3``...
 - ``MEMORY.md`` is generated (one line per active memory, under ~150 characters each) and
   carries a marker line; a hand-written MEMORY.md found without the marker (an adopted Claude
-  Code directory) is kept once as ``MEMORY.md.orig`` before the first regeneration.
+  Code directory) is kept once as ``MEMORY.md.orig`` before the first regeneration, by a
+  hard link to the very file (never a copy of its bytes). A MEMORY.md, overflow page or
+  ``index`` folder that is a symlink or a special file is never read, followed or replaced
+  (:mod:`memdir.safe_open`): it is left as it is, and doctor reports it.
+- The scan takes regular files only, never through a symlink: a symlink named like a memory
+  is skipped (and reported by doctor), in C and in Python alike.
 - Reading MEMORY.md for injection caps it at 200 lines and 25,000 bytes, each cut followed by
   a hint saying how to fix it (seed 001).
 """
@@ -22,9 +27,12 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from stat import S_ISDIR, S_ISREG
+from stat import S_ISDIR
 
+from memdir.errors import UnsafeFileError
 from memdir.new_files import NewFiles, fill
+from memdir.safe_open import INDEX_FILE as INDEX_CAP
+from memdir.safe_open import OVERFLOW_PAGE, read_file, read_head
 
 __all__ = [
     "INDEX_FILE",
@@ -135,7 +143,8 @@ except ImportError:  # no C compiler where memdir was installed: the Python loop
 
 def scan_dir(directory: Path) -> dict[str, tuple[int, int]]:
     """Memory files in a directory -> (mtime_ns, size): ``*.md`` except MEMORY.md and dotfiles,
-    regular files (symlinks followed: the caller vets them), no recursion.
+    regular files only (a symlink is not followed but skipped, as is a FIFO or a device: the
+    name stays, and doctor reports it), no recursion.
 
     This runs before every command over every file: in C (:mod:`memdir._scan`) where built,
     else a tight Python loop. Each ``stat`` is relative to an open descriptor of the
@@ -160,8 +169,8 @@ def scan_dir(directory: Path) -> dict[str, tuple[int, int]]:
         for name in [n for n in listed if n[-3:] == ".md" and n[0] != "." and n != INDEX_FILE
                      and (n.isascii() or utf8_name(n))]:
             try:
-                st = (os.stat(os.path.join(directory, name)) if fd is None
-                      else os.stat(name, dir_fd=fd))
+                st = (os.lstat(os.path.join(directory, name)) if fd is None
+                      else os.stat(name, dir_fd=fd, follow_symlinks=False))
             except OSError:
                 continue
             if st.st_mode & 0o170000 == 0o100000:  # S_ISREG, without a call per file
@@ -189,17 +198,64 @@ def render_index(lines: str) -> str:
 
 
 def write_index(directory: Path, lines: str) -> None:
+    """Regenerate MEMORY.md. One that is a symlink or a special file is left exactly as it
+    is (with a warning; doctor reports it); a hand-written one is kept once as ``.orig``."""
     path = directory / INDEX_FILE
-    orig = directory / (INDEX_FILE + ".orig")
-    if not orig.exists():
-        # A MEMORY.md memdir did not write (an adopted directory) is kept once. Its first
-        # few hundred bytes tell: ours carries the marker on its third line.
-        with contextlib.suppress(OSError), open(path, "rb") as fh:
-            head = fh.read(512).decode("utf-8", errors="replace")
-            if _MARKER not in head and head.strip():
-                fh.seek(0)
-                atomic_write(orig, fh.read())  # byte for byte, whatever its encoding
+    try:
+        # Its first few hundred bytes tell: ours carries the marker on its third line.
+        head, st = read_head(path, 512)
+    except UnsafeFileError as exc:
+        if not _is_folder(path):  # a folder: the write below fails, saying so
+            from memdir.errors import warn  # only when something is wrong
+
+            warn("memdir: %s is not regenerated: %s", path, exc.message)
+            return
+    except OSError:
+        pass  # missing (or unreadable): written afresh
+    else:
+        if _MARKER not in head.decode("utf-8", errors="replace") and head.strip() \
+                and not _keep_original(path, st):
+            return
     atomic_write(path, render_index(lines), fsync=False)
+
+
+def _is_folder(path: Path) -> bool:
+    try:
+        return S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _keep_original(path: Path, st: os.stat_result) -> bool:
+    """Keep a MEMORY.md memdir did not write as ``MEMORY.md.orig`` (unless one is there
+    already): a hard link to the same file, so that no byte is copied and nothing is read.
+    False (with a warning) if it cannot be kept: then it must not be replaced either."""
+    from memdir.errors import warn  # only when something is wrong
+
+    orig = path.with_name(INDEX_FILE + ".orig")
+    if os.path.lexists(orig):
+        return True
+    try:
+        os.link(path, orig, follow_symlinks=False)
+    except FileExistsError:
+        return True
+    except OSError:  # no hard links on this filesystem: a bounded copy of a regular file
+        try:
+            atomic_write(orig, read_file(path, INDEX_CAP), exclusive=True)
+        except FileExistsError:
+            return True
+        except (UnsafeFileError, OSError) as exc:
+            warn("memdir: %s is not regenerated: it cannot be kept as %s (%s)", path,
+                 orig.name, getattr(exc, "message", exc))
+            return False
+        return True
+    kept = os.lstat(orig)
+    if (kept.st_ino, kept.st_dev) != (st.st_ino, st.st_dev):  # swapped meanwhile: not ours
+        os.unlink(orig)
+        warn("memdir: %s changed while it was kept as %s; it is not regenerated", path,
+             orig.name)
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -217,12 +273,10 @@ def _generated(page: Path) -> bool:
     """Whether an ``index/*.md`` file is one of memdir's pages (so memdir may replace or
     remove it): a regular file starting with our heading and marker."""
     try:
-        with open(page, "rb") as fh:
-            if not S_ISREG(os.fstat(fh.fileno()).st_mode) or os.path.islink(page):
-                return False
-            head = fh.read(512).decode("utf-8", errors="replace")
-    except OSError:
+        raw, _ = read_head(page, 512)  # never through a symlink, never from a FIFO
+    except (UnsafeFileError, OSError):
         return False
+    head = raw.decode("utf-8", errors="replace")
     return head.startswith("# More ") and _MARKER in head
 
 
@@ -280,21 +334,21 @@ def write_overflow(directory: Path, rest: dict[str, Overflow], *,
 def _holds(path: Path, data: bytes) -> bool:
     """Whether the file at ``path`` holds exactly ``data`` (reading is cheaper than writing)."""
     try:
-        with open(path, "rb") as fh:
-            return os.fstat(fh.fileno()).st_size == len(data) and fh.read() == data
-    except OSError:
+        return read_file(path, OVERFLOW_PAGE) == data
+    except (UnsafeFileError, OSError):
         return False
 
 
 def read_index(directory: Path) -> str:
     """MEMORY.md as it should be injected: capped at 200 lines and 25,000 bytes, with hints."""
     try:
-        with open(directory / INDEX_FILE, "rb") as fh:
-            # Only the head can be injected: a huge index costs one bounded read, not all of it.
-            head = fh.read(_INDEX_READ_BYTES + 1)
-            total = os.fstat(fh.fileno()).st_size
+        # Only the head can be injected: a huge index costs one bounded read, not all of it.
+        head, st = read_head(directory / INDEX_FILE, _INDEX_READ_BYTES + 1)
     except FileNotFoundError:
         return ""
+    except UnsafeFileError:
+        return ""  # a symlink or a FIFO: never injected (doctor reports it)
+    total = st.st_size
     content = head[:_INDEX_READ_BYTES].decode("utf-8", errors="replace")
     lines = content.split("\n")
     if len(lines) > MAX_INDEX_LINES:

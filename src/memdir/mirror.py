@@ -18,6 +18,8 @@ Invariants:
   processes leave whole files only; a file written after a pull's list request (the answer
   to a write another process just made) is newer than the list and is left for the next.
 - A failed list request changes nothing: the mirror is used as it is.
+- Mirror files are read through :mod:`memdir.safe_open`: a symlink or a special file at a
+  mirror file's name is never read, replaced or removed (the item is refused).
 """
 
 from __future__ import annotations
@@ -31,12 +33,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memdir.errors import MemdirError
+from memdir.errors import MemdirError, UnsafeFileError
 from memdir.files import atomic_write, scan_dir, slugify
 from memdir.markdown import render
 from memdir.model import Memory, format_time, now
 from memdir.paths import project_key, safe_join
 from memdir.remote import ServerClient, ServerSettings, memory_from_api
+from memdir.safe_open import (
+    MEMORY_FILE,
+    PULL_RECORD,
+    check_replaceable,
+    read_file,
+    read_text,
+)
 from memdir.store import MemoryDir
 
 __all__ = ["PULL_INTERVAL", "PullReport", "TeamStatus", "last_pull", "mark_pull", "mirror_root",
@@ -104,10 +113,11 @@ def _placed(mdir: MemoryDir, memory: Memory, real_base: str | None = None) -> Me
 def _write_if_changed(path: Path, text: str, since: int | None = None) -> bool:
     """Write unless the file already says ``text``, or (with ``since``, a time.time_ns())
     was written after it: that is a newer answer placed by a concurrent write."""
-    with contextlib.suppress(OSError):
-        if path.read_text(encoding="utf-8") == text or (
+    with contextlib.suppress(OSError, UnsafeFileError, UnicodeDecodeError):
+        if read_text(path, MEMORY_FILE) == text or (
                 since is not None and path.stat().st_mtime_ns > since):
             return False
+    check_replaceable(path)  # a symlink or a FIFO at the name is left as it is
     atomic_write(path, text, fsync=False)
     return True
 
@@ -150,8 +160,13 @@ def pull(client: ServerClient, mdir: MemoryDir, *, timeout: float) -> PullReport
         seen.add(memory.id)
         assert memory.path is not None
         wanted[memory.path.name] = render(memory)
-    written = [name for name, text in wanted.items()
-               if _write_if_changed(mdir.path / name, text, started)]
+    written = []
+    for name, text in wanted.items():
+        try:
+            if _write_if_changed(mdir.path / name, text, started):
+                written.append(name)
+        except UnsafeFileError as exc:
+            refused.append(f"{name}: {exc.message}")
     removed = []
     for name, (mtime_ns, _) in scan_dir(mdir.path).items():
         if name not in wanted and mtime_ns <= started:
@@ -187,8 +202,8 @@ def mark_pull(root: Path, *, ok: bool | None, error: str | None = None,
 def last_pull(root: Path) -> dict[str, Any]:
     """The record of the last pull attempt, {} if none."""
     try:
-        data = json.loads((root / STAMP).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(read_file(root / STAMP, PULL_RECORD))
+    except (OSError, ValueError, UnsafeFileError):
         return {}
     return data if isinstance(data, dict) else {}
 

@@ -3,7 +3,8 @@
 Both only read. Doctor never modifies a file: it lists broken memory files with the parse
 error and a hint, settings ignored for trust reasons, a team directory that leaves its
 repository, MEMORY.md files over their caps, ids used twice, secrets written into files by
-hand, and temp files left by a killed writer.
+hand, temp files left by a killed writer, and symlinks, special files and oversized files
+where memdir reads (which every other command skips).
 """
 
 from __future__ import annotations
@@ -140,6 +141,7 @@ def doctor(md: Memdir, dirs: Sequence[MemoryDir]) -> list[Problem]:
             problems.append(Problem("temp-file", str(mdir.path / name),
                                     "temporary file left by an interrupted write",
                                     "delete it; the memory it belonged to was not affected"))
+        problems.extend(_unsafe_problems(mdir, listed))
     return problems
 
 
@@ -158,10 +160,14 @@ def _secret_problems(conn: sqlite3.Connection, mdir: MemoryDir) -> list[Problem]
 
 
 def _index_problems(mdir: MemoryDir) -> list[Problem]:
+    from memdir.errors import UnsafeFileError
+    from memdir.safe_open import INDEX_FILE as INDEX_CAP
+    from memdir.safe_open import read_head
+
     path = mdir.path / INDEX_FILE
-    try:
-        data = path.read_bytes()
-    except OSError:
+    try:  # a symlink or a FIFO is reported as an unsafe file; a huge one costs a bounded read
+        data, st = read_head(path, INDEX_CAP.limit)
+    except (OSError, UnsafeFileError):
         return []
     out = []
     lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
@@ -170,9 +176,21 @@ def _index_problems(mdir: MemoryDir) -> list[Problem]:
                            f"{INDEX_FILE} has {lines} lines; only the first {MAX_INDEX_LINES} "
                            "are injected", "archive or consolidate memories (`memdir archive`, "
                            "`memdir consolidate`) so the index stays under 200 lines"))
-    if len(data) > MAX_INDEX_BYTES:
+    if st.st_size > MAX_INDEX_BYTES:
         out.append(Problem("index-too-large", str(path),
-                           f"{INDEX_FILE} is {len(data)} bytes; only {MAX_INDEX_BYTES} are "
+                           f"{INDEX_FILE} is {st.st_size} bytes; only {MAX_INDEX_BYTES} are "
                            "injected", "keep descriptions to one short line; move detail into "
                            "the memory files"))
     return out
+
+
+def _unsafe_problems(mdir: MemoryDir, listed: list[str]) -> list[Problem]:
+    """Symlinks, special files and files over their cap where memdir reads (memory files,
+    MEMORY.md, logs/, index/): every command skips them and leaves them as they are."""
+    from memdir.files import is_memory_file
+    from memdir.safe_open import CONSUMED_STATE, DAILY_LOG, OVERFLOW_PAGE, unsafe_entries
+
+    names = [n for n in listed if n in (INDEX_FILE, INDEX_FILE + ".orig") or is_memory_file(n)]
+    found = unsafe_entries(mdir.path, names, {"logs": DAILY_LOG, "index": OVERFLOW_PAGE},
+                           {".consumed.json": CONSUMED_STATE})
+    return [Problem("unsafe-file", str(path), message, hint) for path, message, hint in found]

@@ -8,7 +8,9 @@ Invariants:
   reconcile indexes; nothing is lost and nothing is half-written.
 - Reconcile makes the index match the files: new, edited, renamed and deleted files made by
   other programs are picked up; a file that cannot be parsed (or that escapes its directory
-  through a symlink) is recorded in ``broken`` for ``memdir doctor`` and never modified.
+  through a symlink, or is over the size cap of a memory file) is recorded in ``broken`` for
+  ``memdir doctor`` and never modified. A symlink or a special file named like a memory is
+  not even read (:mod:`memdir.safe_open`): the scan skips it and doctor reports it.
 - Exact duplicates (same body after normalising case and whitespace, same directory)
   reinforce the existing memory instead of adding a file.
 """
@@ -41,6 +43,7 @@ from memdir.listing import index_deferred, regenerate_index, touching
 from memdir.markdown import parse, render
 from memdir.model import Memory, Scope
 from memdir.paths import safe_join
+from memdir.safe_open import MEMORY_FILE, read_text
 from memdir.taxonomy import Taxonomy
 
 __all__ = ["MemoryDir", "file_name", "first_free", "index_deferred", "load_file", "modify",
@@ -90,7 +93,7 @@ def file_name(conn: sqlite3.Connection, mdir: MemoryDir, memory: Memory,
     used = {r[0] for r in conn.execute(
         "SELECT file FROM memories WHERE dir = ? AND file GLOB ?", (mdir.key, base + "*.md"))}
     return first_free(base, lambda name: name in taken or name in used
-                      or (mdir.path / name).exists())
+                      or os.path.lexists(mdir.path / name))
 
 
 def write_file(index: Index, conn: sqlite3.Connection, mdir: MemoryDir, memory: Memory,
@@ -182,7 +185,8 @@ def _load(mdir: MemoryDir, state: FileState, real_base: str | None = None) -> Me
     """Parse one file of a directory, vetting its path; MemdirError when unusable."""
     path = safe_join(mdir.path, state.name, real_base=real_base)  # a symlink out fails here
     try:
-        text = path.read_text(encoding="utf-8")
+        # Never through a symlink, never a FIFO or a device, never more than the cap.
+        text = read_text(path, MEMORY_FILE)
     except UnicodeDecodeError:
         raise MemoryFileError("the file is not UTF-8 text") from None
     memory = parse(text, stem=path.stem, scope=mdir.scope)

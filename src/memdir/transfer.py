@@ -36,10 +36,11 @@ from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from memdir import placing
 from memdir import store as st
-from memdir.errors import InvalidMemoryError, MemdirError
+from memdir.errors import InvalidMemoryError, MemdirError, UnsafeFileError
 from memdir.files import atomic_write, slugify
 from memdir.markdown import render
 from memdir.model import SCOPES, Memory, Scope
+from memdir.safe_open import MEMORY_FILE, read_text
 from memdir.taxonomy import Taxonomy
 from memdir.transfer_items import read_items, validate
 
@@ -118,9 +119,9 @@ def export_memories(store: MemoryStore, dest: str | Path, *, fmt: str = "markdow
 
 def _file_text(memory: Memory) -> str:
     """The file itself, byte for byte (YAML types in unknown keys survive), or rendered."""
-    try:
-        return memory.path.read_text(encoding="utf-8") if memory.path else render(memory)
-    except (OSError, UnicodeDecodeError):
+    try:  # never through a symlink, never more than a memory file's cap
+        return read_text(memory.path, MEMORY_FILE) if memory.path else render(memory)
+    except (OSError, UnicodeDecodeError, UnsafeFileError):
         return render(memory)
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -25,11 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from memdir.draft import draft
-from memdir.errors import InvalidMemoryError, MemdirError, MemoryFileError
+from memdir.errors import InvalidMemoryError, MemdirError, MemoryFileError, UnsafeFileError
 from memdir.files import INDEX_FILE
 from memdir.index import encode_meta
 from memdir.markdown import parse
 from memdir.model import SCOPES, STATUSES, Memory, Scope, meta_strings, parse_time
+from memdir.safe_open import IMPORT_FILE, MEMORY_FILE, read_file
 from memdir.safety import check_secrets
 from memdir.taxonomy import Taxonomy
 
@@ -61,10 +63,16 @@ def read_items(src: str | Path) -> list[tuple[str, Item]]:
     if source.is_dir():
         return list(_from_folder(source))
     if source.is_file() and source.suffix.lower() == ".md":  # one memory file
-        return [(str(source), _read_file(source, None))]
+        return [(str(source), _read_file(source, None, follow=True))]
+    if source.exists() and not source.is_file():  # a FIFO or a device: never waited on
+        raise InvalidMemoryError(f"{src} is not a regular file",
+                                 "give a folder of .md files or a .jsonl file (or '-' to "
+                                 "read JSON Lines from stdin)")
     if source.is_file():
-        try:
-            data = source.read_bytes()
+        try:  # the path the user named: a symlink to it is followed, the size is capped
+            data = read_file(source, IMPORT_FILE, follow=True)
+        except UnsafeFileError as exc:
+            raise InvalidMemoryError(exc.message, exc.hint) from None
         except OSError as exc:
             raise InvalidMemoryError(f"cannot read {src}: {exc.strerror or exc}",
                                      "check that the file exists and that you may read it"
@@ -75,18 +83,41 @@ def read_items(src: str | Path) -> list[tuple[str, Item]]:
 
 
 def _from_folder(src: Path) -> Iterator[tuple[str, Memory | MemdirError]]:
-    for path in sorted(src.rglob("*.md")):
-        if path.name == INDEX_FILE or path.name.startswith(".") or not path.is_file():
+    """Every ``*.md`` below ``src`` (a folder the user named, followed if it is a link);
+    below it no symlink is followed: a linked file or folder is an item that says so."""
+    for path in sorted(_markdown_below(src)):
+        if path.name == INDEX_FILE or path.name.startswith("."):
             continue
         rel = path.relative_to(src)
         hinted = next((s for s in SCOPES if len(rel.parts) > 1 and rel.parts[0] == s), None)
         yield str(path), _read_file(path, hinted)
 
 
-def _read_file(path: Path, hinted: Scope | None) -> Memory | MemdirError:
+def _markdown_below(folder: Path) -> Iterator[Path]:
+    """The ``*.md`` entries below ``folder`` that are not folders, without entering a
+    symlinked folder (a symlink named ``*.md`` is yielded: reading it says what it is)."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            real_dir = entry.is_dir(follow_symlinks=False)
+        except OSError:
+            continue
+        if real_dir:
+            yield from _markdown_below(Path(entry.path))
+        elif entry.name.endswith(".md"):
+            yield Path(entry.path)
+
+
+def _read_file(path: Path, hinted: Scope | None, *,
+               follow: bool = False) -> Memory | MemdirError:
     """One memory file, parsed, in the scope of its folder or its frontmatter."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_file(path, MEMORY_FILE, follow=follow).decode("utf-8")
+    except UnsafeFileError as exc:
+        return InvalidMemoryError(f"not imported: {exc.message}", exc.hint)
     except UnicodeDecodeError as exc:
         return MemoryFileError(f"not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
                                f"{exc.start})", "save the file as UTF-8")
