@@ -356,6 +356,7 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
     def reindex(self, progress: Progress | None = None, *, embeddings: bool = False) -> int:
         """Rebuild the index rows of the directories in play from their files alone (and
         with ``embeddings``, their vectors)."""
+        self._sweep_temps()  # memdir's temp files left by killed writers (temp_files.py)
         count = st.reindex(self.index, self._dirs(), progress)
         self._last_sync = time.monotonic()
         if embeddings:
