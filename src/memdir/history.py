@@ -151,22 +151,28 @@ def _undo_inline(md: Memdir, record: dict[str, Any]) -> None:
 def _undo_journal(folder: Path) -> list[str]:
     """Restore every journalled file; the files left as they are (with why), if any."""
     from memdir.errors import MemdirError, warn
-    from memdir.journal import read_journal
+    from memdir.journal import pause, pause_after, read_journal
 
     kept: list[str] = []
+    limit, restored = pause_after(), 0
     for entry in reversed(read_journal(folder)):
         try:
             why = _restore(entry)
         except (MemdirError, OSError, ValueError) as exc:
             why = getattr(exc, "message", None) or str(exc)
-        if why:
+        if why is True:
+            restored += 1
+            if restored == limit:
+                pause(restored)  # test-only (MEMDIR_TEST_PAUSE_AFTER): killed here by tests
+        elif why:
             kept.append(f"{entry['dir']}/{entry['file']}: {why}")
             warn("memdir: undo left %s/%s as it is: %s", entry["dir"], entry["file"], why)
     return kept
 
 
-def _restore(entry: dict[str, Any]) -> str | None:
-    """One file back as the journal saw it before the plan; why not, if it was not."""
+def _restore(entry: dict[str, Any]) -> bool | str:
+    """One file back as the journal saw it before the plan: True if that changed it, False
+    if it already was, else why it was left as it is."""
     import base64
 
     from memdir.files import atomic_write
@@ -178,24 +184,26 @@ def _restore(entry: dict[str, Any]) -> str | None:
     target = safe_join(base, entry["file"])
     if entry.get("absent"):  # the plan created it: removed while it holds what the plan wrote
         if not os.path.lexists(target):
-            return None
+            return False
         now = _read(target)
         if now is None or hashlib.sha256(now).hexdigest() not in entry.get("made", []):
             return "created by the plan but changed since, so it is kept"
         os.unlink(target)
-        return None
+        return True
     target.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(entry.get("link"), str):
+        if os.path.islink(target) and os.readlink(target) == entry["link"]:
+            return False
         tmp = target.with_name(f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
         os.symlink(entry["link"], tmp)
         os.replace(tmp, target)
-        return None
+        return True
     data = (entry["text"].encode("utf-8") if isinstance(entry.get("text"), str)
             else base64.b64decode(entry["b64"]))
-    if _read(target) == data:
-        return None  # already as it was (a re-run undo, or a file the kill spared)
+    if _read(target) == data and not os.path.islink(target):
+        return False  # already as it was (a re-run undo, or a file the kill spared)
     atomic_write(target, data)
-    return None
+    return True
 
 
 def _read(path: Path) -> bytes | None:

@@ -21,6 +21,7 @@ Invariants:
 - Test-only: ``MEMDIR_TEST_PAUSE_AFTER=N`` makes a plan pause (sleep, after saying so on
   stderr) once N files were written, with the next file's before-image already journalled:
   the tests kill the process there to check that undo recovers from a kill at any point.
+  :func:`memdir.history.undo_last` pauses the same way after N files restored.
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ from pathlib import Path
 from stat import S_ISLNK, S_ISREG
 from typing import Any
 
-__all__ = ["JOURNAL_FILE", "MAX_IMAGE", "Journal", "before_write", "read_journal",
-           "recording"]
+__all__ = ["JOURNAL_FILE", "MAX_IMAGE", "Journal", "before_write", "pause", "pause_after",
+           "read_journal", "recording"]
 
 JOURNAL_FILE = "before.jsonl"
 MAX_IMAGE = 8 * 1024 * 1024  # a memory file is a few KB; past this, no before-image is taken
@@ -57,8 +58,7 @@ class Journal:
         self.seen: set[str] = set()
         self.created: set[str] = set()  # files absent before the plan
         self.touches = 0
-        pause = os.environ.get(_PAUSE_ENV, "")
-        self.pause_after = int(pause) if pause.isdigit() else -1
+        self.pause_after = pause_after()
         folder.mkdir(parents=True, exist_ok=True)
         self.fh = open(folder / JOURNAL_FILE, "ab")  # noqa: SIM115 (closed by recording())
 
@@ -77,10 +77,7 @@ class Journal:
         self._write(lines)
         self.touches += 1
         if self.touches == self.pause_after + 1:
-            sys.stderr.write(f"memdir: {_PAUSE_ENV} reached after {self.pause_after} files; "
-                             "pausing\n")
-            sys.stderr.flush()
-            time.sleep(3600)
+            pause(self.pause_after)
 
     def _write(self, lines: list[bytes]) -> None:
         if lines:
@@ -138,6 +135,19 @@ def _image(path: Path) -> dict[str, Any]:
         return {"text": data.decode("utf-8")}
     except UnicodeDecodeError:
         return {"b64": base64.b64encode(data).decode("ascii")}
+
+
+def pause_after() -> int:
+    """``MEMDIR_TEST_PAUSE_AFTER`` (test-only), -1 when unset."""
+    value = os.environ.get(_PAUSE_ENV, "")
+    return int(value) if value.isdigit() else -1
+
+
+def pause(files: int) -> None:
+    """Test-only: say so on stderr and sleep, for a test to kill the process here."""
+    sys.stderr.write(f"memdir: {_PAUSE_ENV} reached after {files} files; pausing\n")
+    sys.stderr.flush()
+    time.sleep(3600)
 
 
 def before_write(path: Path, data: bytes | None = None) -> None:
