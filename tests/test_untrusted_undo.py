@@ -301,3 +301,66 @@ def test_single_writes_sweep_at_most_every_few_minutes(cli: CLI, home: Path,
     assert left.exists()  # swept a moment ago: a single write costs one stat
     cli("reindex", check=True)  # the bulk write commands always sweep
     assert not left.exists()
+
+
+def test_undo_never_writes_through_a_symlink_planted_since_the_plan(
+        cli: CLI, home: Path, repo: Path, tmp_path: Path) -> None:
+    _build(home, repo, pairs=4)
+    _killed(home, repo, 6, "consolidate", "--yes")
+    with Memdir(home=home, project=repo) as md:
+        project = md.directory("project").path
+    touched = sorted(p for p in project.glob("decision_*.md"))
+    outside = tmp_path / "outside.md"
+    outside.write_text("the user's own file\n")
+    touched[0].unlink()
+    touched[0].symlink_to(outside)  # a memory file swapped for a symlink out
+    moved = tmp_path / "moved"
+    decoy = tmp_path / "decoy"
+    decoy.mkdir()
+    project.rename(moved)
+    project.symlink_to(decoy)  # the whole directory swapped for a symlink elsewhere
+    undo = cli("undo", check=True)
+    assert "kept:" in undo.stdout and "symlink" in undo.stdout
+    assert os.listdir(decoy) == []  # nothing written where the symlink leads
+    assert outside.read_text() == "the user's own file\n"
+    # Back in place: the symlink planted inside is left alone and reported, never written
+    # through; the other files are restored.
+    project.unlink()
+    moved.rename(project)
+    (home / "history.jsonl").write_text(  # the undo record dropped: undo once more
+        "".join(line + "\n" for line in (home / "history.jsonl").read_text().splitlines()
+                if '"undo"' not in line))
+    again = cli("undo", check=True).stdout
+    assert [line for line in again.splitlines() if "kept:" in line] == [
+        f"  kept: {project}/{touched[0].name}: path {touched[0].name!r} resolves through a "
+        f"symlink to {outside}, outside {project}"]
+    assert outside.read_text() == "the user's own file\n"
+    assert all(not p.is_symlink() and p.read_text().startswith("---") for p in touched[1:])
+
+
+def test_only_the_newest_journals_are_kept(home: Path, repo: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    import memdir.history as history_module
+    from memdir.errors import MemoryNotFoundError
+
+    monkeypatch.setattr(history_module, "KEEP_JOURNALS", 2)
+    folder = home / "history"
+    orphan_old = folder / "20200101T000000Z-0000aaaa"  # killed before its begin record
+    orphan_new = folder / "20200101T000000Z-0000bbbb"  # another process's, just begun
+    for orphan in (orphan_old, orphan_new):
+        orphan.mkdir(parents=True)
+        (orphan / "before.jsonl").write_text("")
+    os.utime(orphan_old, (time.time() - 7200, time.time() - 7200))
+    with Memdir(home=home, project=repo) as md:
+        for n in range(3):
+            md.store(f"Releases of app{n} are cut on Tuesdays", type="decision")
+            md.store(f"Releases of app{n} are cut on Tuesdays by Ana", type="decision")
+            assert md.consolidate(dry_run=False).operations
+        ids = [r["id"] for r in md.history()]
+        assert sorted(p.name for p in folder.iterdir()) == sorted([*ids[1:], orphan_new.name])
+        assert md.undo() is not None and md.undo() is not None
+        files = {p: p.read_bytes() for p in md.directory("project").path.glob("*.md")}
+        with pytest.raises(MemoryNotFoundError, match="no longer kept") as caught:
+            md.undo()
+        assert "backup" in caught.value.hint
+        assert {p: p.read_bytes() for p in md.directory("project").path.glob("*.md")} == files

@@ -18,6 +18,8 @@ Invariants:
 - ``undo`` reverses the newest plan not undone yet, interrupted or not, never an older one
   behind it. It only writes before-images and removes files the plan created, then appends
   its record: killed half-way, running it again gives the same result.
+- The journals of the newest ``KEEP_JOURNALS`` (20) plans are kept, older ones removed when a
+  plan completes: undo goes back that far, and the home does not grow with every dream.
 - Restoring never follows a symlink out of a memory directory (:func:`memdir.paths.safe_join`),
   nor into a directory that was moved or replaced since the plan.
 """
@@ -28,6 +30,9 @@ import contextlib
 import hashlib
 import json
 import os
+import re
+import shutil
+import time
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -43,6 +48,9 @@ __all__ = ["HISTORY_DIR", "HISTORY_FILE", "append_record", "history", "journalle
 
 HISTORY_FILE = "history.jsonl"
 HISTORY_DIR = "history"
+KEEP_JOURNALS = 20  # plans whose before-images are kept: undo goes back this far
+_PLAN_ID = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{8}\Z")
+_ORPHAN_SECONDS = 3600.0  # a journal with no begin record yet may be another process's
 
 
 def append_record(home: Path, record: dict[str, Any]) -> None:
@@ -79,6 +87,27 @@ def journalled(md: Memdir, plan: dict[str, Any], first: Sequence[Path], at: date
                                 "plan": plan})
         yield plan_id
     append_record(md.home, {"complete": plan_id, "at": format_time(md._clock())})
+    _prune(md.home)
+
+
+def _prune(home: Path) -> None:
+    """Drop the journals of all but the newest ``KEEP_JOURNALS`` plans (and journals an
+    hour old that no plan began: a process killed before its begin record)."""
+    listed = [r["id"] for r in history(home) if "before" not in r]
+    keep = set(listed[-KEEP_JOURNALS:])
+    known = set(listed)
+    folder = home / HISTORY_DIR
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        if not _PLAN_ID.match(name) or name in keep:
+            continue
+        path = folder / name
+        with contextlib.suppress(OSError):
+            if name in known or time.time() - os.lstat(path).st_mtime > _ORPHAN_SECONDS:
+                shutil.rmtree(path)
 
 
 def history(home_dir: Any) -> list[dict[str, Any]]:
@@ -129,8 +158,17 @@ def undo_last(md: Memdir, at: datetime) -> dict[str, Any] | None:
     if "before" in record:
         _undo_inline(md, record)
     else:
-        skipped = _undo_journal(md.home / HISTORY_DIR / record["id"])
-        record = {**record, "kept": skipped}
+        folder = md.home / HISTORY_DIR / record["id"]
+        if not folder.is_dir():
+            from memdir.errors import MemoryNotFoundError
+
+            raise MemoryNotFoundError(
+                f"the files of the plan of {record['at']} ({record['id']}) are no longer kept "
+                f"(memdir keeps those of the last {KEEP_JOURNALS} plans), so it cannot be "
+                "undone; nothing was changed",
+                "restore the memory directory from version control or a backup if you need "
+                "the state before that plan")
+        record = {**record, "kept": _undo_journal(folder)}
     md.reconcile()
     append_record(md.home, {"undo": record["id"], "at": format_time(at)})
     return record
