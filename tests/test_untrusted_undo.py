@@ -82,7 +82,7 @@ def _history(cli: CLI) -> list[dict[str, object]]:
     return records
 
 
-@pytest.mark.parametrize("after", [0, 7, 31])
+@pytest.mark.parametrize("after", [0, 7, 31, 52])
 @pytest.mark.parametrize("earlier", [False, True], ids=["alone", "after-a-plan"])
 def test_a_killed_consolidation_is_listed_and_undone_byte_for_byte(
         cli: CLI, home: Path, repo: Path, after: int, earlier: bool) -> None:

@@ -26,9 +26,7 @@ Invariants:
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import hashlib
 import json
 import os
 import sys
@@ -70,6 +68,8 @@ class Journal:
         """A file is about to be written (with ``data``) or removed: journal it first."""
         lines = [] if str(path) in self.seen else [self._entry(path)]
         if data is not None and str(path) in self.created:
+            import hashlib  # only while a plan runs: kept off the start path
+
             # What the plan writes to a file it creates: undo removes the file only while it
             # still holds one of these, never a file another program put at that name.
             lines.append(self._line({**self._where(path),
@@ -134,6 +134,8 @@ def _image(path: Path) -> dict[str, Any]:
     try:
         return {"text": data.decode("utf-8")}
     except UnicodeDecodeError:
+        import base64
+
         return {"b64": base64.b64encode(data).decode("ascii")}
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from stat import S_ISREG
 
 __all__ = ["GRACE_SECONDS", "STALE_SECONDS", "SWEEP_EVERY", "TempFile", "alive", "stale_temps",
-           "sweep", "sweep_if_due"]
+           "sweep", "sweep_due"]
 
 STALE_SECONDS = 3600.0
 GRACE_SECONDS = 60.0
@@ -101,11 +101,12 @@ def stale_temps(dirs: Iterable[Path], home: Path | None = None,
 
 
 def sweep(dirs: Iterable[Path], home: Path) -> list[Path]:
-    """Remove the stale temp files that are past the grace period; those removed."""
+    """Remove the stale temp files that are past the grace period; those removed. Never
+    raises: a file that cannot be removed stays, and doctor still lists it."""
     removed = []
     for temp in stale_temps(dirs, home):
         if temp.removable:
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(OSError):
                 os.unlink(temp.path)
                 removed.append(temp.path)
     with contextlib.suppress(OSError):
@@ -113,12 +114,9 @@ def sweep(dirs: Iterable[Path], home: Path) -> list[Path]:
     return removed
 
 
-def sweep_if_due(dirs: Iterable[Path], home: Path) -> None:
-    """:func:`sweep`, unless one ran less than ``SWEEP_EVERY`` seconds ago (never raises)."""
+def sweep_due(home: Path) -> bool:
+    """Whether no sweep ran in the last ``SWEEP_EVERY`` seconds (one ``stat``)."""
     try:
-        if time.time() - os.stat(home / _MARKER).st_mtime < SWEEP_EVERY:
-            return
+        return time.time() - os.stat(home / _MARKER).st_mtime >= SWEEP_EVERY
     except OSError:
-        pass
-    with contextlib.suppress(OSError):
-        sweep(dirs, home)
+        return True

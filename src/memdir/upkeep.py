@@ -66,14 +66,11 @@ class Upkeep:
     def _sweep_temps(self, *, always: bool = True) -> None:
         """Remove memdir's own temp files left by killed writers (:mod:`memdir.temp_files`);
         without ``always``, at most every few minutes (the single writes)."""
-        from memdir.temp_files import sweep, sweep_if_due
+        from memdir.temp_files import sweep, sweep_due
 
         md = self._upkeep_md()
-        dirs = [d.path for d in md._dirs()]
-        if always:
-            sweep(dirs, md.home)
-        else:
-            sweep_if_due(dirs, md.home)
+        if always or sweep_due(md.home):
+            sweep([d.path for d in md._dirs()], md.home)
 
     def log(self, text: str, *, scope: Scope = "project") -> Path:
         """Append a timestamped bullet to today's log of a scope (KAIROS daily logs);
