@@ -194,7 +194,9 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
     def _modify(self, ref: str, change: Callable[[Memory], Memory], *,
                 rename: bool = False) -> Memory:
         found = self._find(ref)
-        return self._change(found, change, rename)  # the team server first, if any
+        changed = self._change(found, change, rename)  # the team server first, if any
+        self._sweep_temps(always=False)  # temp files of killed writers (memdir.temp_files)
+        return changed
 
     def _set(self, ref: str, **fields: Any) -> Memory:
         """Set stored fields as they are (consolidation's merges): one write path still."""

@@ -156,12 +156,12 @@ class Team:
         """Store drafted memories: through the server for the team scope, else locally; then
         their vectors when the model is warm (the facade's one funnel for new memories)."""
         md = self._team_md()
-        md._sweep_temps(always=False)
         from memdir.placing import write_new  # only writing commands pay for it
 
         out = self._send_new(memories) if self._remote(scope) else write_new(
             md.index, md.directory(scope), memories)
         md._vectors_after_write(len(out))
+        md._sweep_temps(always=False)  # temp files of killed writers (memdir.temp_files)
         return out
 
     def _send_new(self, memories: Sequence[Memory]) -> list[Memory]:
@@ -180,7 +180,6 @@ class Team:
         """Apply ``change`` to a found memory: the server's copy for a mirrored team memory
         (the change is computed and validated locally, then sent as a PATCH), else the file."""
         md = self._team_md()
-        md._sweep_temps(always=False)
         assert found.path is not None
         if not self._remote(found.scope):
             try:
