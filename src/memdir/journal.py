@@ -102,7 +102,7 @@ class Journal:
 
     @staticmethod
     def _line(record: dict[str, Any]) -> bytes:
-        return (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+        return (json.dumps(record) + "\n").encode("ascii")  # any name, even undecodable
 
     def close(self) -> None:
         self.fh.close()
