@@ -248,7 +248,8 @@ def _plant(path: Path, age: float, text: str = "partial") -> Path:
 
 
 @pytest.mark.parametrize("command", [("store", "A new fact about caching", "--type", "fact"),
-                                     ("consolidate", "--yes"), ("reindex",), ("undo",)])
+                                     ("consolidate", "--yes"), ("dream", "--force"),
+                                     ("reindex",), ("undo",)])
 def test_stale_temp_files_are_listed_and_swept_by_the_next_write(
         cli: CLI, home: Path, repo: Path, tmp_path: Path, command: tuple[str, ...]) -> None:
     with Memdir(home=home, project=repo) as md:
