@@ -34,7 +34,7 @@ import re
 import shutil
 import time
 from collections.abc import Iterator, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -60,7 +60,7 @@ def append_record(home: Path, record: dict[str, Any]) -> None:
     try:
         size = os.fstat(fd).st_size
         torn = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
-        data = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+        data = (json.dumps(record) + "\n").encode("ascii")
         os.write(fd, b"\n" + data if torn else data)
         os.fsync(fd)
     finally:
@@ -68,7 +68,7 @@ def append_record(home: Path, record: dict[str, Any]) -> None:
 
 
 def _plan_id(at: datetime) -> str:
-    return f"{at:%Y%m%dT%H%M%SZ}-{os.urandom(4).hex()}"
+    return f"{at.astimezone(UTC):%Y%m%dT%H%M%SZ}-{os.urandom(4).hex()}"
 
 
 @contextlib.contextmanager
