@@ -135,6 +135,8 @@ def test_a_killed_dream_is_undone_logs_and_gathered_memories_included(
     after_kill = _files(home)
     assert [n for n in after_kill if n.endswith(".consumed.json")]  # the logs were consumed
     assert any(b"Log of " in data for n, data in after_kill.items() if n not in before)
+    preference = next(n for n in before if n.startswith("user/preference_"))
+    assert after_kill[preference] != before[preference]  # reinforced: in no plan's list
 
     records = _history(cli)
     assert [(r["by"], r["interrupted"]) for r in records] == [("dream", True)]
