@@ -11,6 +11,7 @@ import pytest
 from conftest import CLI
 from llm_support import ScriptedServer
 from memdir import Memdir
+from memdir.journal import read_journal
 
 START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
@@ -51,7 +52,10 @@ def test_plan_and_apply(home: Path, repo: Path) -> None:
         assert sorted(p.name for p in md.directory("project").path.glob("*.md")) == before
         history = [json.loads(line) for line in (home / "history.jsonl").read_text()
                    .splitlines()]
-        assert len(history) == 1 and {s["id"] for s in history[0]["before"]} >= {a.id, b.id}
+        assert [sorted(r) for r in history] == [["at", "begin", "by", "plan"],
+                                                ["at", "complete"]]
+        journal = read_journal(home / "history" / history[0]["begin"])
+        assert {e["file"] for e in journal} >= {md.get(a.id).path.name, md.get(b.id).path.name}
         # Applied again, the plan is empty of what was done.
         again = md.consolidate(dry_run=True)
         assert not [op for op in again.operations if op.op in ("merge", "promote")]
@@ -65,7 +69,7 @@ def test_plan_and_apply(home: Path, repo: Path) -> None:
         assert set(md.get(keep).tags) == {"deploy"} or set(md.get(keep).tags) == {"ops"}
         assert [r["undone"] for r in md.history()] == [True]
         assert md.undo() is None
-        assert len((home / "history.jsonl").read_text().splitlines()) == 2
+        assert len((home / "history.jsonl").read_text().splitlines()) == 3
 
 
 def test_relative_dates_left_in_old_files_are_fixed(md: Memdir) -> None:

@@ -23,22 +23,24 @@ Invariants:
 - Planning reads only; ``dry_run`` never writes.
 - Nothing is deleted: every change is an update or an archive through the facade, so the
   write-time rules hold and every step can be reversed (``restore``, the history log).
-- Each applied plan is appended to ``$MEMDIR_HOME/history.jsonl`` with the state of every
-  memory it changed, before the change; :func:`undo_last` puts that state back and appends
-  an undo record (the log itself is never rewritten).
+- A plan is applied write-ahead (:mod:`memdir.history`): its begin record and the
+  before-image of every file it changes are on disk before the file changes, and a complete
+  record follows the last change; :func:`undo_last` puts the files back, also after a kill
+  half-way.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from memdir.dates import absolutize_dates
 from memdir.extract import content_words, similarity
+from memdir.history import history, undo_last
 from memdir.model import RELEVANCE_WORDS, Memory, Scope, format_time
 from memdir.search import strength
 
@@ -277,29 +279,29 @@ def _gathers(md: Memdir) -> list[Operation]:
     return ops
 
 
-def _snapshot(md: Memdir, ids: Sequence[str]) -> list[dict[str, Any]]:
-    """Each memory's file as it is now, word for word: what undo writes back."""
-    from memdir.safe_open import MEMORY_FILE, read_text  # never through a symlink, capped
-
-    out = []
-    for ref in ids:
-        memory = md._find(ref)
-        assert memory.path is not None
-        out.append({"id": memory.id, "file": str(memory.path), "status": memory.status,
-                    "text": read_text(memory.path, MEMORY_FILE)})
-    return out
+def _files(md: Memdir, ids: Sequence[str]) -> list[Path]:
+    """The files of the memories a plan changes: journalled before the plan starts."""
+    return [path for ref in ids if (path := md._find(ref).path) is not None]
 
 
-def apply_plan(md: Memdir, planned: Plan, at: datetime) -> Plan:
+def apply_plan(md: Memdir, planned: Plan, at: datetime, *, by: str = "consolidate") -> Plan:
+    """Apply a plan, write-ahead: the history holds the plan and the before-image of each file
+    before that file changes (:func:`memdir.history.journalled`)."""
+    from memdir.history import journalled
     from memdir.store import index_deferred
 
-    with index_deferred(md.index, md._dirs()):
-        return _apply(md, planned, at)
+    if not planned.operations:
+        with index_deferred(md.index, md._dirs()):
+            pass  # MEMORY.md is regenerated all the same (dream's prune)
+        return Plan(planned.operations, applied=True)
+    first = _files(md, sorted({i for op in planned.operations for i in op.memories}))
+    with journalled(md, planned.to_dict(), first, at, by), \
+            index_deferred(md.index, md._dirs()):
+        _apply(md, planned)
+    return Plan(planned.operations, applied=True)
 
 
-def _apply(md: Memdir, planned: Plan, at: datetime) -> Plan:
-    before = _snapshot(md, sorted({i for op in planned.operations for i in op.memories}))
-    created: list[str] = []
+def _apply(md: Memdir, planned: Plan) -> None:
     for op in planned.operations:
         if op.op == "merge":
             keep, *others = op.memories
@@ -315,11 +317,9 @@ def _apply(md: Memdir, planned: Plan, at: datetime) -> Plan:
             from memdir.logs import mark_consumed
 
             for item in op.changes["memories"]:
-                memory = md.store(item["content"], type=item["type"], scope=op.scope,
-                                  relevance=item["relevance"], source="consolidated",
-                                  meta={"log": op.changes["file"]})
-                if not memory.reinforced:
-                    created.append(memory.id)
+                md.store(item["content"], type=item["type"], scope=op.scope,
+                         relevance=item["relevance"], source="consolidated",
+                         meta={"log": op.changes["file"]})
             mark_consumed(md.directory(op.scope).path, op.changes["file"], op.changes["end"])
         elif op.op == "supersede":
             md._set(op.memories[0], status="archived", superseded_by=op.memories[1])
@@ -328,56 +328,3 @@ def _apply(md: Memdir, planned: Plan, at: datetime) -> Plan:
                       meta={"promoted_at": op.changes["promoted_at"]})
         else:
             md.update(op.memories[0], content=op.changes["body"])
-    if planned.operations:
-        record = {"at": format_time(at), "plan": planned.to_dict(), "before": before,
-                  "created": created}
-        md.home.mkdir(parents=True, exist_ok=True)
-        with open(md.home / "history.jsonl", "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-    return Plan(planned.operations, applied=True)
-
-
-def history(home_dir: Any) -> list[dict[str, Any]]:
-    """The applied plans, oldest first, each with ``undone`` set when it was reversed."""
-    from pathlib import Path
-
-    path = Path(home_dir) / "history.jsonl"
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        return []
-    records: list[dict[str, Any]] = []
-    for line in lines:
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue  # a torn last line of a killed writer: the rest is still history
-        if isinstance(record, dict):
-            if record.get("undo") is not None:
-                for earlier in records:
-                    if earlier.get("at") == record["undo"]:
-                        earlier["undone"] = True
-            else:
-                records.append({**record, "undone": False})
-    return records
-
-
-def undo_last(md: Memdir, at: datetime) -> dict[str, Any] | None:
-    """Put every memory the last applied (and not yet undone) plan changed back as it was;
-    None when there is nothing to undo."""
-    pending = [r for r in history(md.home) if not r["undone"]]
-    if not pending:
-        return None
-    record = pending[-1]
-    from pathlib import Path
-
-    from memdir.files import atomic_write
-
-    for ref in record.get("created", []):  # gathered from logs: archived, not deleted
-        md.archive(ref)
-    for before in record["before"]:  # the exact bytes each file had before the plan
-        atomic_write(Path(before["file"]), before["text"])
-    md.reconcile()
-    with open(md.home / "history.jsonl", "a", encoding="utf-8") as fh:
-        fh.write(json.dumps({"at": format_time(at), "undo": record["at"]}) + "\n")
-    return record

@@ -135,8 +135,12 @@ def dream(md: Memdir) -> DreamResult:
     if not _acquire(md.home, now):
         return DreamResult(False, "another dream holds the lock")
     try:
+        from memdir.consolidate import apply_plan, plan
+
+        md._sweep_temps()  # what a killed writer left
         md.reconcile()  # orient and gather: the files as they are now
-        applied = md.consolidate(dry_run=False)  # consolidate
+        at = md._clock()
+        applied = apply_plan(md, plan(md, at, md.llm), at, by="dream")  # consolidate
         md.reconcile()  # prune: MEMORY.md regenerated with what is active now
     except BaseException:
         with contextlib.suppress(OSError):  # failed: released, the previous last-run time

@@ -30,6 +30,7 @@ from pathlib import Path
 from stat import S_ISDIR
 
 from memdir.errors import UnsafeFileError
+from memdir.journal import before_write
 from memdir.new_files import NewFiles, fill
 from memdir.safe_open import INDEX_FILE as INDEX_CAP
 from memdir.safe_open import OVERFLOW_PAGE, read_file, read_head
@@ -94,6 +95,7 @@ def atomic_write(path: Path, text: str | bytes, *, fsync: bool = True,
     if exclusive:
         with NewFiles(path.parent) as folder:
             return folder.create(path.name, data, fsync=fsync)
+    before_write(path, data)  # a consolidation plan journals the file first (memdir.journal)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
@@ -312,6 +314,7 @@ def write_overflow(directory: Path, rest: dict[str, Overflow], *,
         for old in folder.glob("*.md"):
             if old.name not in wanted and _generated(old):
                 with contextlib.suppress(OSError):
+                    before_write(old)
                     old.unlink()
     if rest:
         folder.mkdir(exist_ok=True)

@@ -200,7 +200,9 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
     def _modify(self, ref: str, change: Callable[[Memory], Memory], *,
                 rename: bool = False) -> Memory:
         found = self._find(ref)
-        return self._change(found, change, rename)  # the team server first, if any
+        changed = self._change(found, change, rename)  # the team server first, if any
+        self._sweep_temps(always=False)  # temp files of killed writers (memdir.temp_files)
+        return changed
 
     def _set(self, ref: str, **fields: Any) -> Memory:
         """Set stored fields as they are (consolidation's merges): one write path still."""
@@ -364,6 +366,7 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
     def reindex(self, progress: Progress | None = None, *, embeddings: bool = False) -> int:
         """Rebuild the index rows of the directories in play from their files alone (and
         with ``embeddings``, their vectors)."""
+        self._sweep_temps()  # memdir's temp files left by killed writers (temp_files.py)
         count = st.reindex(self.index, self._dirs(), progress)
         self._last_sync = time.monotonic()
         if embeddings:

@@ -18,6 +18,8 @@ import errno
 import os
 from pathlib import Path
 
+from memdir.journal import before_write
+
 __all__ = ["NewFiles", "fill"]
 
 
@@ -67,6 +69,7 @@ class NewFiles:
     def create(self, name: str, data: bytes, *, fsync: bool = False) -> os.stat_result:
         """A new file ``name`` holding ``data``, and its stat. FileExistsError (and nothing
         written) if anything has that name, a symlink included; ``name`` is one component."""
+        before_write(self.directory / name, data)  # a consolidation plan journals it first
         if self.unnamed:
             try:
                 fd = os.open(".", _TMPFILE | os.O_WRONLY, 0o644, dir_fd=self.fd)

@@ -3,8 +3,9 @@
 Both only read. Doctor never modifies a file: it lists broken memory files with the parse
 error and a hint, settings ignored for trust reasons, a team directory that leaves its
 repository, MEMORY.md files over their caps, ids used twice, secrets written into files by
-hand, temp files left by a killed writer, and symlinks, special files and oversized files
-where memdir reads (which every other command skips).
+hand, temp files left by a killed writer, consolidation plans a kill interrupted, and
+symlinks, special files and oversized files where memdir reads (which every other
+command skips).
 """
 
 from __future__ import annotations
@@ -98,6 +99,7 @@ def _llm_usage(md: Memdir) -> dict[str, object]:
 
 def doctor(md: Memdir, dirs: Sequence[MemoryDir]) -> list[Problem]:
     problems = list(md.config.problems)
+    stale = _stale_temp_problems(md, dirs)
     conn = md.index.conn
     if md.index.read_only:  # memdir.readonly
         problems.append(Problem(
@@ -138,11 +140,37 @@ def doctor(md: Memdir, dirs: Sequence[MemoryDir]) -> list[Problem]:
                     "the file name is not valid UTF-8, so memdir cannot index it",
                     "rename the file to a UTF-8 name (e.g. with `mv` in a UTF-8 terminal)"))
         for name in leftovers:
-            problems.append(Problem("temp-file", str(mdir.path / name),
-                                    "temporary file left by an interrupted write",
-                                    "delete it; the memory it belonged to was not affected"))
+            if str(mdir.path / name) not in stale:
+                problems.append(Problem("temp-file", str(mdir.path / name),
+                                        "temporary file left by an interrupted write",
+                                        "delete it; the memory it belonged to was not affected"))
         problems.extend(_unsafe_problems(mdir, listed))
+    problems.extend(stale.values())
+    problems.extend(_interrupted_plans(md))
     return problems
+
+
+def _stale_temp_problems(md: Memdir, dirs: Sequence[MemoryDir]) -> dict[str, Problem]:
+    """memdir's own temp files whose writer is gone (:mod:`memdir.temp_files`), by path."""
+    from memdir.temp_files import stale_temps
+
+    return {str(t.path): Problem(
+        "temp-file", str(t.path),
+        f"temporary file left by a killed memdir process (pid {t.pid}, "
+        f"{t.age / 60:.0f} min old)",
+        "the next write command (e.g. `memdir reindex`) removes it once it is a minute old; "
+        "or delete it") for t in stale_temps([d.path for d in dirs], md.home)}
+
+
+def _interrupted_plans(md: Memdir) -> list[Problem]:
+    from memdir.history import HISTORY_FILE, history
+
+    return [Problem("interrupted-plan", str(md.home / HISTORY_FILE),
+                    f"the consolidation plan {r['id']} was interrupted after changing some "
+                    "files (each file is whole, but the plan is half done)",
+                    "run `memdir undo` to put every file it touched back, then `memdir "
+                    "consolidate --yes` to plan again")
+            for r in history(md.home) if r.get("interrupted") and not r["undone"]]
 
 
 def _secret_problems(conn: sqlite3.Connection, mdir: MemoryDir) -> list[Problem]:

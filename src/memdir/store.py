@@ -39,6 +39,7 @@ from memdir.files import (
     slugify,
 )
 from memdir.index import Index, memory_to_row
+from memdir.journal import before_write
 from memdir.listing import index_deferred, regenerate_index, touching
 from memdir.markdown import parse, render
 from memdir.model import Memory, Scope
@@ -137,6 +138,7 @@ def modify(index: Index, mdir: MemoryDir, path: Path, change: Callable[[Memory],
         touched = touching(conn, mdir, {current.type, updated.type, *_row_type(conn, mdir, path)})
         write_file(index, conn, mdir, updated, exclusive=updated.path != path)
         if updated.path != path:
+            before_write(path)
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
             conn.execute("DELETE FROM memories WHERE dir = ? AND file = ?", (mdir.key, path.name))
@@ -172,6 +174,7 @@ def remove(index: Index, mdir: MemoryDir, memory: Memory) -> None:
         if on_disk != memory.id:
             raise _moved(memory.path, memory.id)
         touched = touching(conn, mdir, {memory.type, *_row_type(conn, mdir, memory.path)})
+        before_write(memory.path)
         with contextlib.suppress(FileNotFoundError):
             memory.path.unlink()
         conn.execute("DELETE FROM memories WHERE dir = ? AND file = ?",

@@ -161,6 +161,7 @@ class Team:
         out = self._send_new(memories) if self._remote(scope) else write_new(
             md.index, md.directory(scope), memories)
         md._vectors_after_write(len(out))
+        md._sweep_temps(always=False)  # temp files of killed writers (memdir.temp_files)
         return out
 
     def _send_new(self, memories: Sequence[Memory]) -> list[Memory]:

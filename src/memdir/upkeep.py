@@ -32,6 +32,8 @@ class Upkeep:
         from memdir.consolidate import apply_plan, plan
 
         md = self._upkeep_md()
+        if not dry_run:
+            md._sweep_temps()
         md.reconcile()
         at = md._clock()
         planned = plan(md, at, md.llm if use_llm else None)
@@ -46,17 +48,29 @@ class Upkeep:
         return dream(md) if force else maybe_dream(md)
 
     def history(self) -> list[dict[str, Any]]:
-        """Applied consolidation plans, oldest first (``undone`` marks reversed ones)."""
-        from memdir.consolidate import history
+        """Applied consolidation plans, oldest first (``undone`` marks reversed ones,
+        ``interrupted`` those begun and never completed)."""
+        from memdir.history import history
 
         return history(self._upkeep_md().home)
 
     def undo(self) -> dict[str, Any] | None:
-        """Reverse the last applied consolidation plan; None when there is none."""
-        from memdir.consolidate import undo_last
+        """Reverse the newest consolidation plan not undone yet, an interrupted one too;
+        None when there is none."""
+        from memdir.history import undo_last
 
         md = self._upkeep_md()
+        md._sweep_temps()
         return undo_last(md, md._clock())
+
+    def _sweep_temps(self, *, always: bool = True) -> None:
+        """Remove memdir's own temp files left by killed writers (:mod:`memdir.temp_files`);
+        without ``always``, at most every few minutes (the single writes)."""
+        from memdir.temp_files import sweep, sweep_due
+
+        md = self._upkeep_md()
+        if always or sweep_due(md.home):
+            sweep([d.path for d in md._dirs()], md.home)
 
     def log(self, text: str, *, scope: Scope = "project") -> Path:
         """Append a timestamped bullet to today's log of a scope (KAIROS daily logs);

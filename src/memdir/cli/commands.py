@@ -299,14 +299,21 @@ def cmd_log(md: Memdir, args: argparse.Namespace) -> None:
 def cmd_history(md: Memdir, args: argparse.Namespace) -> None:
     records = md.history()
     lines = [f"{r['at']}  {len(r['plan']['operations'])} operations"
+             + ("  (interrupted)" if r.get("interrupted") else "")
              + ("  (undone)" if r["undone"] else "") for r in records]
     _emit(args, records, "\n".join(lines) or "no consolidation applied yet")
 
 
 def cmd_undo(md: Memdir, args: argparse.Namespace) -> None:
     record = md.undo()
-    _emit(args, {"undone": record["at"] if record else None},
-          f"undid the plan applied at {record['at']}" if record else "nothing to undo")
+    if record is None:
+        _emit(args, {"undone": None}, "nothing to undo")
+        return
+    kept = record.get("kept", [])
+    what = "the interrupted plan begun" if record["interrupted"] else "the plan applied"
+    _emit(args, {"undone": record["at"], "id": record["id"],
+                 "interrupted": record["interrupted"], "kept": kept},
+          "\n".join([f"undid {what} at {record['at']}", *(f"  kept: {k}" for k in kept)]))
 
 
 def cmd_dream(md: Memdir, args: argparse.Namespace) -> None:

@@ -244,8 +244,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p = add("log", "append a timestamped line to today's log (consolidate gathers logs)")
     p.add_argument("text", help="what happened ('-' reads stdin)")
     p.add_argument("--scope", default="project", choices=("user", "project"))
-    add("history", "consolidation plans applied so far")
-    add("undo", "reverse the last applied consolidation plan")
+    add("history", "consolidation plans applied so far (and interrupted ones)")
+    add("undo", "reverse the newest consolidation plan, an interrupted one too")
     p = add("dream", "consolidate in the background way: only when 24 h and 5 sessions have "
                      "passed since the last dream (--force: now)")
     p.add_argument("--force", action="store_true", help="ignore the time and session gates")

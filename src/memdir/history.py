@@ -1,0 +1,260 @@
+"""The history of consolidation plans: ``$MEMDIR_HOME/history.jsonl``, and per plan the
+journal of its before-images (:mod:`memdir.journal`) in ``history/<plan-id>/``.
+
+Records, one JSON object per line:
+- ``{"begin": id, "at", "by", "plan"}``: appended and fsynced once the plan's journal holds
+  the before-images of the memories it changes, before any file changes;
+- ``{"complete": id, "at"}``: the plan ran to its end;
+- ``{"undo": id, "at"}``: the plan was reversed;
+- ``{"at", "plan", "before", "created"}``: a plan applied before the journal existed (written
+  at its end, with the before-images inline); still listed and undone, its id is its ``at``.
+
+Invariants:
+- The log is only appended, never rewritten, and each record starts on a line of its own,
+  even after a torn last line left by a killed writer (which is skipped when read).
+- A plan begun and never completed (killed, or failed half-way) is listed as
+  ``interrupted`` and undone like any other, from its journal: files it created are removed
+  (while they hold what it wrote), every other file it touched gets its bytes back.
+- ``undo`` reverses the newest plan not undone yet, interrupted or not, never an older one
+  behind it. It only writes before-images and removes files the plan created, then appends
+  its record: killed half-way, running it again gives the same result.
+- The journals of the newest ``KEEP_JOURNALS`` (20) plans are kept, older ones removed when a
+  plan completes: undo goes back that far, and the home does not grow with every dream.
+- Restoring never follows a symlink out of a memory directory (:func:`memdir.paths.safe_join`),
+  nor into a directory that was moved or replaced since the plan.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shutil
+import time
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memdir.model import format_time
+
+if TYPE_CHECKING:
+    from memdir.memdir import Memdir
+
+__all__ = ["HISTORY_DIR", "HISTORY_FILE", "append_record", "history", "journalled",
+           "undo_last"]
+
+HISTORY_FILE = "history.jsonl"
+HISTORY_DIR = "history"
+KEEP_JOURNALS = 20  # plans whose before-images are kept: undo goes back this far
+_PLAN_ID = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{8}\Z")
+_ORPHAN_SECONDS = 3600.0  # a journal with no begin record yet may be another process's
+
+
+def append_record(home: Path, record: dict[str, Any]) -> None:
+    """Append one record to the history and fsync it; on a line of its own."""
+    home.mkdir(parents=True, exist_ok=True)
+    fd = os.open(home / HISTORY_FILE, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        torn = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+        data = (json.dumps(record) + "\n").encode("ascii")
+        os.write(fd, b"\n" + data if torn else data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _plan_id(at: datetime) -> str:
+    return f"{at.astimezone(UTC):%Y%m%dT%H%M%SZ}-{os.urandom(4).hex()}"
+
+
+@contextlib.contextmanager
+def journalled(md: Memdir, plan: dict[str, Any], first: Sequence[Path], at: datetime,
+               by: str) -> Iterator[str]:
+    """Apply a plan inside this block: its journal gets the before-images of ``first`` (the
+    files it is known to change) and then of every file written in the block, each before
+    the write; the begin record precedes any change, the complete record follows the last.
+    An exception leaves the plan interrupted (undo puts it back)."""
+    from memdir.journal import recording
+
+    plan_id = _plan_id(at)
+    roots = [d.path for d in md._dirs()]
+    with recording(md.home / HISTORY_DIR / plan_id, roots, first):
+        append_record(md.home, {"begin": plan_id, "at": format_time(at), "by": by,
+                                "plan": plan})
+        yield plan_id
+    append_record(md.home, {"complete": plan_id, "at": format_time(md._clock())})
+    _prune(md.home)
+
+
+def _prune(home: Path) -> None:
+    """Drop the journals of all but the newest ``KEEP_JOURNALS`` plans (and journals an
+    hour old that no plan began: a process killed before its begin record)."""
+    listed = [r["id"] for r in history(home) if "before" not in r]
+    keep = set(listed[-KEEP_JOURNALS:])
+    known = set(listed)
+    folder = home / HISTORY_DIR
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        if not _PLAN_ID.match(name) or name in keep:
+            continue
+        path = folder / name
+        with contextlib.suppress(OSError):
+            if name in known or time.time() - os.lstat(path).st_mtime > _ORPHAN_SECONDS:
+                shutil.rmtree(path)
+
+
+def history(home_dir: Any) -> list[dict[str, Any]]:
+    """The applied plans, oldest first: ``id``, ``at``, ``plan``, ``undone`` and
+    ``interrupted`` (begun, never completed)."""
+    try:
+        lines = (Path(home_dir) / HISTORY_FILE).read_bytes().splitlines()
+    except FileNotFoundError:
+        return []
+    records: list[dict[str, Any]] = []
+    by_id: dict[str, dict[str, Any]] = {}
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue  # a torn line of a killed writer: the rest is still history
+        if not isinstance(record, dict):
+            continue
+        if isinstance(record.get("begin"), str):
+            entry = {"id": record["begin"], "at": record.get("at"), "by": record.get("by"),
+                     "plan": record.get("plan") or {"operations": []}, "undone": False,
+                     "interrupted": True}
+        elif isinstance(record.get("complete"), str):
+            if record["complete"] in by_id:
+                by_id[record["complete"]]["interrupted"] = False
+            continue
+        elif record.get("undo") is not None:
+            for earlier in records:
+                if earlier["id"] == record["undo"]:
+                    earlier["undone"] = True
+            continue
+        elif isinstance(record.get("plan"), dict) and isinstance(record.get("at"), str):
+            entry = {**record, "id": record["at"], "undone": False, "interrupted": False}
+        else:
+            continue
+        records.append(entry)
+        by_id[entry["id"]] = entry
+    return records
+
+
+def undo_last(md: Memdir, at: datetime) -> dict[str, Any] | None:
+    """Put back every file the newest plan not undone yet changed (an interrupted one too);
+    None when there is nothing to undo."""
+    pending = [r for r in history(md.home) if not r["undone"]]
+    if not pending:
+        return None
+    record = pending[-1]
+    if "before" in record:
+        _undo_inline(md, record)
+    else:
+        folder = md.home / HISTORY_DIR / record["id"]
+        if not folder.is_dir():
+            from memdir.errors import MemoryNotFoundError
+
+            raise MemoryNotFoundError(
+                f"the files of the plan of {record['at']} ({record['id']}) are no longer kept "
+                f"(memdir keeps those of the last {KEEP_JOURNALS} plans), so it cannot be "
+                "undone; nothing was changed",
+                "restore the memory directory from version control or a backup if you need "
+                "the state before that plan")
+        record = {**record, "kept": _undo_journal(folder)}
+    md.reconcile()
+    append_record(md.home, {"undo": record["id"], "at": format_time(at)})
+    return record
+
+
+def _undo_inline(md: Memdir, record: dict[str, Any]) -> None:
+    """A plan recorded before the journal existed: its before-images are in the record."""
+    from memdir.errors import MemdirError
+    from memdir.files import atomic_write
+
+    for ref in record.get("created", []):  # gathered from logs: archived, not deleted
+        with contextlib.suppress(MemdirError):
+            md.archive(ref)
+    for before in record["before"]:  # the exact bytes each file had before the plan
+        atomic_write(Path(before["file"]), before["text"])
+
+
+def _undo_journal(folder: Path) -> list[str]:
+    """Restore every journalled file; the files left as they are (with why), if any."""
+    from memdir.errors import MemdirError, warn
+    from memdir.journal import pause, pause_after, read_journal
+
+    kept: list[str] = []
+    limit, restored = pause_after(), 0
+    for entry in reversed(read_journal(folder)):
+        try:
+            why = _restore(entry)
+        except (MemdirError, OSError, ValueError) as exc:
+            why = getattr(exc, "message", None) or str(exc)
+        if why is True:
+            restored += 1
+            if restored == limit:
+                pause(restored)  # test-only (MEMDIR_TEST_PAUSE_AFTER): killed here by tests
+        elif why:
+            kept.append(f"{entry['dir']}/{entry['file']}: {why}")
+            warn("memdir: undo left %s/%s as it is: %s", entry["dir"], entry["file"], why)
+    return kept
+
+
+def _restore(entry: dict[str, Any]) -> bool | str:
+    """One file back as the journal saw it before the plan: True if that changed it, False
+    if it already was, else why it was left as it is."""
+    import base64
+
+    from memdir.files import atomic_write
+    from memdir.paths import safe_join
+
+    base = Path(entry["dir"])
+    if os.path.realpath(base) != entry.get("real"):
+        return "its directory was moved or replaced by a symlink since the plan"
+    target = safe_join(base, entry["file"])
+    if entry.get("absent"):  # the plan created it: removed while it holds what the plan wrote
+        if not os.path.lexists(target):
+            return False
+        now = _read(target)
+        if now is None or hashlib.sha256(now).hexdigest() not in entry.get("made", []):
+            return "created by the plan but changed since, so it is kept"
+        os.unlink(target)
+        return True
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(entry.get("link"), str):
+        if os.path.islink(target) and os.readlink(target) == entry["link"]:
+            return False
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+        os.symlink(entry["link"], tmp)
+        os.replace(tmp, target)
+        return True
+    data = (entry["text"].encode("utf-8") if isinstance(entry.get("text"), str)
+            else base64.b64decode(entry["b64"]))
+    if _read(target) == data and not os.path.islink(target):
+        return False  # already as it was (a re-run undo, or a file the kill spared)
+    atomic_write(target, data)
+    return True
+
+
+def _read(path: Path) -> bytes | None:
+    """A regular file's bytes (bounded, not through a symlink); None for anything else."""
+    from stat import S_ISREG
+
+    from memdir.journal import MAX_IMAGE
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        if not S_ISREG(os.fstat(fh.fileno()).st_mode):
+            return None
+        return fh.read(MAX_IMAGE + 1)
