@@ -1,0 +1,60 @@
+"""``<private>`` spans: text the user marked as never to be stored, removed before anything else.
+
+Every write path passes every field (body, name, description, tags, paths, meta keys and
+values) through :func:`strip_private` before it validates, checks for secrets or stores it.
+
+Invariants:
+- What a reader could take for a private tag is one: any case, attributes
+  (``<private class="x">``), spaces inside the tag (``< private >``, ``</private >``),
+  invisible characters or another tag inside the tag name (``<pri<b></b>vate>``).
+- Spans nest: ``<private>a <private>b</private> c</private>`` removes ``c`` too; an unclosed
+  span runs to the end of the text; a stray closing tag is removed.
+- Stripping repeats until nothing changes, so removing one span can never join the text
+  around it into a new tag (``<pri<private>x</private>vate>``).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["strip_private"]
+
+# Between the letters of the tag name: other (complete) tags and invisible characters, so a
+# tag split around another tag, or by a zero-width space, still counts.
+_GAP = r"(?:<[^<>]{0,200}>|[\u00ad\u200b-\u200f\u2060\ufeff])*"
+_NAME = _GAP.join("private")
+_TAG = re.compile(
+    rf"<\s*{_GAP}(?P<close>/)?\s*{_GAP}{_NAME}{_GAP}(?=[\s/>]|$)[^<>]{{0,1000}}(?:>|$)",
+    re.IGNORECASE,
+)
+
+
+def _strip_once(text: str) -> str:
+    out: list[str] = []
+    depth = 0
+    pos = 0
+    for tag in _TAG.finditer(text):
+        if depth == 0:
+            out.append(text[pos:tag.start()])
+        if tag.group("close"):
+            depth = max(depth - 1, 0)
+        else:
+            depth += 1
+        pos = tag.end()
+    if depth == 0:
+        out.append(text[pos:])
+    return "".join(out)
+
+
+def strip_private(text: str) -> str:
+    """``text`` without its ``<private>`` spans (nested, unclosed, in any spelling)."""
+    lowered = text.lower()
+    if "<" not in lowered or ("private" not in lowered and "ivate" not in lowered
+                              and "pri" not in lowered):
+        return text
+    for _ in range(100):  # each round removes at least one tag; a bound all the same
+        stripped = _strip_once(text)
+        if stripped == text:
+            break
+        text = stripped
+    return text
