@@ -49,7 +49,7 @@ def test_rows_written_before_the_julian_day_column_get_it(home: Path, repo: Path
         md.store_many([{"content": f"Note {n} on caching", "type": "fact"} for n in range(3)])
         with md.index.write() as w:
             w.execute("UPDATE memories SET updated_jd = NULL, updated = '2026-01-02T03:04:05Z'")
-            w.execute("DELETE FROM schema_migrations WHERE version >= 14")
+            w.execute("DELETE FROM schema_migrations WHERE version IN (14, 15)")
             w.execute("DROP INDEX memories_strength_key")  # as before migration 15
             w.execute("ALTER TABLE memories DROP COLUMN strength_key")
             w.execute("DROP INDEX memories_strength")  # as migration 10 made it

@@ -273,6 +273,15 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
             (status, strength_key, dir, type, relevance, updated_jd, reinforced, id);
         """,
     ),
+    (
+        "memory files holding a secret are not indexed: every file is checked again by the "
+        "next reconcile (rows and fingerprints are derived)",
+        """
+        DELETE FROM memories;
+        DELETE FROM broken;
+        DELETE FROM dir_state;
+        """,
+    ),
 )
 
 

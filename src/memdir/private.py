@@ -16,8 +16,9 @@ Invariants:
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
-__all__ = ["strip_private"]
+__all__ = ["strip_private", "strip_private_data"]
 
 # Between the letters of the tag name: other (complete) tags and invisible characters, so a
 # tag split around another tag, or by a zero-width space, still counts.
@@ -58,3 +59,21 @@ def strip_private(text: str) -> str:
             break
         text = stripped
     return text
+
+
+def strip_private_data(value: object) -> object:
+    """``value`` (plain data: text, lists, mappings) with :func:`strip_private` applied to
+    every string in it, mapping keys included; a key left empty is dropped with its value.
+    The caller bounds the nesting depth first."""
+    if isinstance(value, str):
+        return strip_private(value)
+    if isinstance(value, Mapping):
+        out: dict[object, object] = {}
+        for key, item in value.items():
+            clean = strip_private(key).strip() if isinstance(key, str) else key
+            if clean != "":
+                out[clean] = strip_private_data(item)
+        return out
+    if isinstance(value, list | tuple):
+        return [strip_private_data(item) for item in value]
+    return value

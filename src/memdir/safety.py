@@ -16,7 +16,10 @@ from memdir.errors import SecretDetectedError
 from memdir.private import strip_private
 from memdir.secrets import find_secrets, redact_secrets
 
-__all__ = ["check_secrets", "find_secrets", "redact_secrets", "strip_private"]
+__all__ = ["SECRET_IN_FILE", "check_secrets", "find_secrets", "redact_secrets", "strip_private"]
+
+# How the index records a memory file that holds a secret (``broken``), and doctor tells it.
+SECRET_IN_FILE = "the file contains a secret"
 
 
 def check_secrets(texts: Iterable[str]) -> None:
