@@ -96,8 +96,10 @@ def _assigned_secret(key: str, sep: str, value: str) -> bool:
     value = value.strip().rstrip(".,;)")
     if len(value) < 6 or _regex(_PLACEHOLDER).search(value) or value.lower() == key.lower():
         return False
-    if any(c in value for c in "()[]{}") or value.count("/") > 1 or value.count(" ") > 1:
-        return False  # a call, an index, a template, a path or a sentence
+    if any(c in value for c in "()[]{}") or value.count(" ") > 1:
+        return False  # a call, an index, a template or a sentence
+    if value.count("/") > 1 and not looks_random(value, 16, 3.0):
+        return False  # a path ("prod/db/password"), not base64 that holds slashes
     digits = sum(c.isdigit() for c in value)
     letters = sum(c.isalpha() for c in value)
     symbols = len(value) - digits - letters
