@@ -277,3 +277,12 @@ def test_a_hand_written_file_with_a_secret_is_flagged_and_never_injected(md: Mem
     memory.path.write_text(original)  # cleaned by hand: indexed again
     assert [h.memory.id for h in md.search("launchpad")] == [memory.id]
     assert [p for p in md.doctor() if p.kind == "secret"] == []
+
+
+def test_a_secret_written_into_memory_md_by_hand_is_never_injected(md: Memdir) -> None:
+    md.store("The deploy user is ci-bot", type="fact")
+    index_file = md.directory("project").path / "MEMORY.md"
+    index_file.write_text(index_file.read_text() + f"- deploy with {AWS_SECRET}\n")
+    assert _value(AWS_SECRET) not in md.memory_index()
+    assert "[redacted:" in md.memory_index()
+    assert _value(AWS_SECRET) not in md.context(budget_tokens=4000).text

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from memdir.arguments import scrub
 from memdir.files import read_index
 from memdir.model import Scope
+from memdir.safety import redact_secrets
 
 if TYPE_CHECKING:
     from memdir.context_format import Context
@@ -20,6 +22,12 @@ if TYPE_CHECKING:
     from memdir.recall import Candidates, Recall
 
 __all__ = ["Injection"]
+
+
+def _index_text(directory: Path) -> str:
+    """MEMORY.md as injected, a secret written into it by hand redacted (memdir writes none:
+    it lists only indexed memories, and a file holding a secret is never indexed)."""
+    return redact_secrets(read_index(directory))
 
 
 class Injection:
@@ -32,7 +40,7 @@ class Injection:
         """MEMORY.md of a scope as it is injected: capped at 200 lines / 25,000 bytes."""
         md = self._injection_md()
         md._sync()
-        return read_index(md.directory(scope).path)
+        return _index_text(md.directory(scope).path)
 
     def context(self, query: str | None = None, *, budget_tokens: int = 800,
                 format: str = "markdown", limit: int | None = None,
@@ -50,7 +58,7 @@ class Injection:
         dirs = md._dirs(scopes)
         project = [d for d in dirs if d.scope == "project"]
         result = build_context(
-            md.index.conn, dirs, index=read_index(project[0].path) if project else "",
+            md.index.conn, dirs, index=_index_text(project[0].path) if project else "",
             query=query, budget_tokens=budget_tokens, fmt=format, limit=limit, paths=paths,
             at=md._clock())
         md.index.touch(result.memories)

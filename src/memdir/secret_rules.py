@@ -15,7 +15,7 @@ import binascii
 import math
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -34,10 +34,42 @@ class Rule:
     regex: str
     check: Callable[[str], bool] | None = None
     flags: int = 0
+    # For a shape with no literal start (hex, then "-us6"): a regex for its rare middle part.
+    # The full regex then runs only within ``_REACH`` characters of each anchor match, not
+    # from every position of a long text.
+    anchor: str = ""
 
     @cached_property
     def pattern(self) -> re.Pattern[str]:
         return re.compile(self.regex, self.flags)
+
+    @cached_property
+    def anchor_pattern(self) -> re.Pattern[str]:
+        return re.compile(self.anchor)
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        """The matches in ``text`` that pass the check, left to right, none overlapping."""
+        if not self.anchor:
+            found: Iterable[re.Match[str]] = self.pattern.finditer(text)
+        else:
+            found = self._anchored(text)
+        for match in found:
+            if self.check is None or self.check(match.group(0)):
+                yield match
+
+    def _anchored(self, text: str) -> Iterator[re.Match[str]]:
+        end = 0
+        for hit in self.anchor_pattern.finditer(text):
+            if hit.start() < end:
+                continue
+            match = self.pattern.search(text, max(end, hit.start() - _REACH),
+                                        min(len(text), hit.end() + _REACH))
+            if match:
+                end = match.end()
+                yield match
+
+
+_REACH = 64
 
 
 def _entropy(text: str) -> float:
@@ -127,7 +159,7 @@ PROVIDER_RULES: tuple[Rule, ...] = (
          _r(r"discord(?:app)?\.com/api/webhooks/\d+/[\w-]{20,}")),
     Rule("a Discord bot token", (".",),
          _r(rf"{_B}[MNO][A-Za-z0-9_-]{{23,27}}\.[A-Za-z0-9_-]{{6}}\.[A-Za-z0-9_-]{{27,40}}{_E}"),
-         _random(36)),
+         _random(36), anchor=r"\.[A-Za-z0-9_-]{6}\."),
     Rule("a Telegram bot token", (":aa",),
          _r(rf"{_B}\d{{8,10}}:AA[A-Za-z0-9_-]{{33}}{_E}")),
     Rule("a Google API key", ("aiza",), _r(rf"{_B}AIza[0-9A-Za-z_-]{{35}}")),
@@ -164,8 +196,9 @@ PROVIDER_RULES: tuple[Rule, ...] = (
          _r(rf"{_B}(?:hf_|api_org_)[A-Za-z0-9]{{30,}}{_E}"), _random(30)),
     Rule("a SendGrid key", ("sg.",), _r(rf"{_B}SG\.[\w-]{{22}}\.[\w-]{{43}}{_E}")),
     Rule("a Twilio key", ("sk", "ac"),
-         _r(rf"{_B}(?:SK|AC)[0-9a-f]{{32}}{_E}"), None),
-    Rule("a Mailchimp key", ("-us",), _r(rf"{_B}[0-9a-f]{{32}}-us\d{{1,2}}{_E}")),
+         _r(rf"{_B}(?:SK|AC)[0-9a-f]{{32}}{_E}"), anchor=r"(?:SK|AC)[0-9a-f]{8}"),
+    Rule("a Mailchimp key", ("-us",), _r(rf"{_B}[0-9a-f]{{32}}-us\d{{1,2}}{_E}"),
+         anchor=r"-us\d"),
     Rule("a Mailgun key", ("key-",), _r(rf"{_B}key-[0-9a-zA-Z]{{32}}{_E}"), _random(28)),
     Rule("a Shopify token", ("shpat_", "shpca_", "shppa_", "shpss_"),
          _r(rf"{_B}shp(?:at|ca|pa|ss)_[a-fA-F0-9]{{32}}{_E}")),
