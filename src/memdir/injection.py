@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, cast
 from memdir.arguments import scrub
 from memdir.files import read_index
 from memdir.model import Scope
-from memdir.safety import redact_secrets
 
 if TYPE_CHECKING:
     from memdir.context_format import Context
@@ -27,6 +26,8 @@ __all__ = ["Injection"]
 def _index_text(directory: Path) -> str:
     """MEMORY.md as injected, a secret written into it by hand redacted (memdir writes none:
     it lists only indexed memories, and a file holding a secret is never indexed)."""
+    from memdir.safety import redact_secrets  # off the start-up path
+
     return redact_secrets(read_index(directory))
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import cache
 
 __all__ = ["strip_private", "strip_private_data"]
 
@@ -24,17 +25,22 @@ __all__ = ["strip_private", "strip_private_data"]
 # tag split around another tag, or by a zero-width space, still counts.
 _GAP = r"(?:<[^<>]{0,200}>|[\u00ad\u200b-\u200f\u2060\ufeff])*"
 _NAME = _GAP.join("private")
-_TAG = re.compile(
-    rf"<\s*{_GAP}(?P<close>/)?\s*{_GAP}{_NAME}{_GAP}(?=[\s/>]|$)[^<>]{{0,1000}}(?:>|$)",
-    re.IGNORECASE,
+_TAG = (
+    rf"<\s*{_GAP}(?P<close>/)?\s*{_GAP}{_NAME}{_GAP}(?=[\s/>]|$)[^<>]{{0,1000}}(?:>|$)"
 )
+
+
+@cache
+def _tag() -> re.Pattern[str]:
+    """Compiled on first use: most texts hold no ``<``, and start-up stays cheap."""
+    return re.compile(_TAG, re.IGNORECASE)
 
 
 def _strip_once(text: str) -> str:
     out: list[str] = []
     depth = 0
     pos = 0
-    for tag in _TAG.finditer(text):
+    for tag in _tag().finditer(text):
         if depth == 0:
             out.append(text[pos:tag.start()])
         if tag.group("close"):

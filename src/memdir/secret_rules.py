@@ -10,8 +10,6 @@ secret scanners know them; prefixes that mean a token only when followed by rand
 
 from __future__ import annotations
 
-import base64
-import binascii
 import math
 import re
 from collections import Counter
@@ -105,14 +103,15 @@ def _random(min_len: int, min_entropy: float = 3.0) -> Callable[[str], bool]:
 
 def _random_after(prefix: str, min_len: int) -> Callable[[str], bool]:
     """The part after the issuer's prefix (``sk-proj-``) must look random."""
-    head = re.compile(prefix)
-
     def check(text: str) -> bool:
-        return looks_random(head.sub("", text, count=1), min_len)
+        return looks_random(re.sub(prefix, "", text, count=1), min_len)
     return check
 
 
 def _basic_credential(text: str) -> bool:
+    import base64  # only for the rare text with "Basic <base64>" in it
+    import binascii
+
     encoded = text.split()[-1]
     try:
         decoded = base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True)

@@ -41,7 +41,6 @@ from memdir.listing import index_deferred, regenerate_index, touching
 from memdir.markdown import parse, render
 from memdir.model import Memory, Scope, meta_strings
 from memdir.paths import safe_join
-from memdir.safety import SECRET_IN_FILE, find_secrets
 from memdir.taxonomy import Taxonomy
 
 __all__ = ["MemoryDir", "file_name", "first_free", "index_deferred", "load_file", "modify",
@@ -193,6 +192,8 @@ def _load(mdir: MemoryDir, state: FileState, real_base: str | None = None) -> Me
 def _refuse_secrets(memory: Memory) -> None:
     """A file written by hand (or pulled with a team's commits) that holds a secret is never
     indexed, so no context, recall or search can show it: it is listed by ``doctor``."""
+    from memdir.safety import SECRET_IN_FILE, find_secrets  # off the start-up path
+
     found = find_secrets([memory.name, memory.description, memory.body, *memory.tags,
                           *memory.paths, *meta_strings(memory.meta)])
     if found:
