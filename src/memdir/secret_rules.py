@@ -67,7 +67,7 @@ class Rule:
                 yield match
 
 
-_REACH = 64
+_REACH = 200
 
 
 def _entropy(text: str) -> float:
@@ -89,7 +89,10 @@ def looks_random(value: str, min_len: int = 16, min_entropy: float = 3.0) -> boo
     if re.fullmatch(r"[0-9a-f]+|[0-9A-F]+", core):
         return False  # a hex digest (a git SHA, a lockfile hash): its issuer rule would say
     # A slug of words ("1234-fix-login-redirect"): most of its parts are plain words.
-    parts = [p for p in re.split(r"[-_./]", value) if p]
+    parts = [p for p in re.split(r"[-_./:]", value) if p]
+    if any(len(p) >= 0.6 * len(core) and re.fullmatch(r"[0-9a-f]{16,}|[0-9A-F]{16,}", p)
+           for p in parts):
+        return False  # a digest with a label ("v1-deps-<sha1>", "sha256:<hex>")
     if len(parts) >= 3 and sum(p.isalpha() and p.islower() for p in parts) * 2 >= len(parts):
         return False
     return _entropy(core) >= min_entropy
@@ -178,11 +181,27 @@ PROVIDER_RULES: tuple[Rule, ...] = (
          _r(r"\bBasic\s+[A-Za-z0-9+/]{8,}={0,2}(?![A-Za-z0-9+/=])"), _basic_credential),
     Rule("a URL with credentials", ("://",),
          _r(r"\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@'\"]*:[^\s@/'\"]{2,}@[^\s/'\"]+", _I),
-         _not_placeholder_password),
+         _not_placeholder_password, anchor="://"),
     Rule("a command-line credential", ("-u ", "--user "),
          _r(r"(?:-u|--user)\s+['\"]?[\w.@-]{1,64}:(?P<pw>[^\s'\"@]{6,})"),
          lambda text: looks_random(text.rsplit(":", 1)[-1].strip("'\""), 6, 2.0)
          or any(c in text.rsplit(":", 1)[-1] for c in "!#%^*+")),
+    Rule("a database or registry password on a command line",
+         ("mysql", "mariadb", "docker login", "podman login", "redis-cli", "sshpass",
+          "mongosh", "helm registry"),
+         _r(r"(?:mysql(?:dump|admin)?|mariadb|docker login|podman login|redis-cli|sshpass|"
+            r"mongosh|helm registry login)\b[^\n|;&]{0,120}?\s(?:-p\s?|--password[= ]|-a\s)"
+            r"['\"]?[^\s'\"$<{][^\s'\"]{5,}"),
+         lambda text: looks_random(re.split(r"-p\s?|--password[= ]|-a\s", text)[-1].strip("'\""),
+                                   6, 2.0)),
+    Rule("an AWS secret on a command line", ("configure set",),
+         _r(r"aws configure set (?:aws_secret_access_key|aws_session_token)\s+"
+            r"[A-Za-z0-9/+=]{16,}")),
+    Rule("a URL with a token", ("@",),
+         _r(r"\b[a-z][a-z0-9+.-]{1,20}://[A-Za-z0-9_-]{20,}@[^\s/'\"]+", _I),
+         lambda text: looks_random(text.split("://", 1)[1].split("@", 1)[0], 20, 3.0)
+         or bool(re.fullmatch(r"[0-9a-f]{32,}", text.split("://", 1)[1].split("@", 1)[0])),
+         anchor="://"),
     Rule("an Azure storage key", ("accountkey=", "sharedaccesskey="),
          _r(r"(?:AccountKey|SharedAccessKey)=[A-Za-z0-9+/]{40,}={0,2}", _I)),
     Rule("an Azure SAS signature", ("sig=",),
@@ -198,7 +217,8 @@ PROVIDER_RULES: tuple[Rule, ...] = (
          _r(rf"{_B}(?:SK|AC)[0-9a-f]{{32}}{_E}"), anchor=r"(?:SK|AC)[0-9a-f]{8}"),
     Rule("a Mailchimp key", ("-us",), _r(rf"{_B}[0-9a-f]{{32}}-us\d{{1,2}}{_E}"),
          anchor=r"-us\d"),
-    Rule("a Mailgun key", ("key-",), _r(rf"{_B}key-[0-9a-zA-Z]{{32}}{_E}"), _random(28)),
+    Rule("a Mailgun key", ("key-",), _r(rf"{_B}key-[0-9a-zA-Z]{{32}}{_E}"),
+         lambda text: sum(c.isdigit() for c in text) >= 4 and not text[4:].isdigit()),
     Rule("a Shopify token", ("shpat_", "shpca_", "shppa_", "shpss_"),
          _r(rf"{_B}shp(?:at|ca|pa|ss)_[a-fA-F0-9]{{32}}{_E}")),
     Rule("a DigitalOcean token", ("dop_v1_", "doo_v1_", "dor_v1_"),

@@ -54,7 +54,7 @@ _MAX_KEY = 61
 
 _PLACEHOLDER = (
     # ${X}, %(x)s, <your-key>, {{x}}, paths, references
-    r"^(?:\$|%[({]|%s$|%\w+%$|<|\{|\[|\(|@|&|\*|`|#|~|/|\.{1,2}/|\\)"
+    r"^(?:\$|%[({]|%s$|%\w+%$|<|\{|\[|\(|@|&|`|~|/|\.{1,2}/|\\)"
     r"|^(?:!vault|os\.|process\.|env\.|env\(|getenv|settings\.|config\.|self\.|vault:|secret:|ref:|"
     r"arn:|sha\d+[-:]|md5[-:]|file:|none$|null$|nil$|true$|false$|undefined$|required$|"
     r"optional$|string$|str$|bytes$|int$|redacted|hidden|masked|example|sample|placeholder|"
@@ -66,7 +66,9 @@ _NOT_SECRET_KEYS = (
     r"(?:^|[_.\-])(?:integrity|hash|checksum|digest|sha\d*|md5|commit|rev|revision|ref|etag|"
     r"nonce|uuid|guid|id|version|resolved|branch|tag|path|dir|file|url|uri|host|name|user|"
     r"username|email|region|bucket|type|mode|length|len|size|count|timeout|ttl|expires?|"
-    r"expiry|header|prefix|env|var|field|format)$"
+    r"expiry|header|prefix|env|var|field|format|policy|rules?|pattern|regex|hint|reset|min|"
+    r"max|strength|column|algorithm|algo|provider|domain|issuer|audience|scopes?|method|kind|"
+    r"level|limit|enabled|required|suffix|label|title|text|message|template|style)$"
 )
 
 
@@ -89,14 +91,29 @@ def _credential_key(key: str) -> bool:
     if (_regex(_NOT_SECRET_KEYS).search(lowered)
             and not lowered.endswith(("key", "token", "secret"))):
         return False
-    return any(word in lowered for word in _CREDENTIAL_WORDS) and not lowered.endswith(
-        ("_file", "_path", "_env", "_name", "_url_template", "_id", "_length", "_header"))
+    return any(_word_in(word, key, lowered) for word in _CREDENTIAL_WORDS)
+
+
+def _word_in(word: str, key: str, lowered: str) -> bool:
+    """``word`` ends a part of ``key``: "DB_PASSWORD", "apiKey", "accessToken" but not
+    "tokenizer", "passport", "signal" (a lower-case letter right after it)."""
+    start = lowered.find(word)
+    while start >= 0:
+        end = start + len(word)
+        if end == len(key) or not key[end].islower() or (key[end] == "s" and (
+                end + 1 == len(key) or not key[end + 1].islower())):
+            return True
+        start = lowered.find(word, start + 1)
+    return False
 
 
 def _assigned_secret(key: str, sep: str, value: str) -> bool:
     """Whether ``value``, assigned to ``key``, is a literal credential."""
     value = value.strip().rstrip(".,;)")
-    if len(value) < 6 or _regex(_PLACEHOLDER).search(value) or value.lower() == key.lower():
+    if len(value) < 6 or value.lower() == key.lower():
+        return False
+    if _regex(_PLACEHOLDER).search(value) and not (
+            value[0] == "/" and looks_random(value, 20, 3.5)):  # base64 may start with "/"
         return False
     if any(c in value for c in "()[]{}") or value.count(" ") > 1:
         return False  # a call, an index, a template or a sentence
@@ -111,7 +128,10 @@ def _assigned_secret(key: str, sep: str, value: str) -> bool:
             return False  # "the password is rotated weekly", "set the token to expire"
         if len(value) >= 8 and letters and (digits or symbols):
             return True
-        return len(value) >= 12 and shannon_entropy(value) >= 3.5 and not value.isalpha()
+        # Letters alone: random only if both cases mix in a long value ("wCBdnbPMNMIIeF…"),
+        # not a word ("disabled", "bearer") or a phrase run together.
+        return (len(value) >= 16 and not value.islower() and not value.isupper()
+                and shannon_entropy(value) >= 3.5)
     if (sep.strip().lower() in ("is", "to") or " " in value
             or _regex(_NOT_SECRET_KEYS).search(key)):
         return False
