@@ -25,6 +25,7 @@ from mcp import Client
 from mcp.types import TextContent
 
 from conftest import CLI
+from llm_support import ScriptedServer
 from memdir import Memdir, SecretDetectedError
 from memdir.extract import SECRET_SKIPPED
 from memdir.mcp_server import build_server
@@ -286,3 +287,38 @@ def test_a_secret_written_into_memory_md_by_hand_is_never_injected(md: Memdir) -
     assert _value(AWS_SECRET) not in md.memory_index()
     assert "[redacted:" in md.memory_index()
     assert _value(AWS_SECRET) not in md.context(budget_tokens=4000).text
+
+
+def test_an_llm_candidate_with_a_secret_is_reported_without_it(
+        md: Memdir, scripted_llm: ScriptedServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMDIR_LLM", "openai:m")
+    monkeypatch.setenv("OPENAI_BASE_URL", scripted_llm.url + "/v1")
+    items = [{"type": "fact", "content": f"Staging DB uses {PASSWORD}", "relevance": 0.8},
+             {"type": "fact", "content": "Staging is rebuilt on Sundays", "relevance": 0.8}]
+    scripted_llm.reply_openai(json.dumps({"memories": items}))
+    report = md.extract([{"role": "user", "content": "Staging notes, see above."},
+                         {"role": "assistant", "content": "Noted."}], session_id="s1")
+    assert report.method == "llm"
+    (skipped,) = report.skipped
+    assert skipped.reason.startswith(SECRET_SKIPPED)
+    assert _value(PASSWORD) not in json.dumps(report.to_dict())
+    assert "[redacted:" in skipped.content
+    assert [m.body for m in md.list()] == ["Staging is rebuilt on Sundays"]
+
+
+def test_extraction_into_postgresql_reports_a_secret() -> None:
+    from memdir.extract import extract_into
+    from memdir.postgres import PostgresStore
+    from memdir.taxonomy import get_taxonomy
+    from memdir.transcript import parse_transcript
+
+    chat = parse_transcript([
+        {"role": "user", "content": f"Always use {AWS_SECRET} when deploying."},
+        {"role": "user", "content": "We always deploy with pnpm, never npm."}])
+    with fresh_schema() as schema, PostgresStore(DSN, schema=schema) as store:
+        report = extract_into(store, chat, taxonomy=get_taxonomy("memdir"), scope="team",
+                              session_id="s1", dry_run=False)
+        reasons = [i.reason for i in report.skipped]
+        assert len(reasons) == 1 and reasons[0].startswith(SECRET_SKIPPED)
+        assert _value(AWS_SECRET) not in json.dumps(report.to_dict())
+        assert all(_value(AWS_SECRET) not in m.body for m in store.list())
