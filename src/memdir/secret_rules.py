@@ -36,6 +36,9 @@ class Rule:
     # The full regex then runs only within ``_REACH`` characters of each anchor match, not
     # from every position of a long text.
     anchor: str = ""
+    # Whether a match can do without a run of 16 token characters (a URL's short password, a
+    # Basic credential, a PEM header): only these rules run on text that has no such run.
+    spaced: bool = False
 
     @cached_property
     def pattern(self) -> re.Pattern[str]:
@@ -139,7 +142,7 @@ _I = re.IGNORECASE
 
 PROVIDER_RULES: tuple[Rule, ...] = (
     Rule("a private key block", ("-----begin",),
-         _r(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),
+         _r(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"), spaced=True),
     Rule("an age secret key", ("age-secret-key-",), _r(r"AGE-SECRET-KEY-1[0-9A-Z]{58}")),
     Rule("an AWS access key id", ("akia", "asia", "agpa", "aida", "aroa", "aipa", "anpa",
                                   "anva", "a3t"),
@@ -176,16 +179,17 @@ PROVIDER_RULES: tuple[Rule, ...] = (
     Rule("a JSON Web Token", ("eyj",),
          _r(rf"{_B}eyJ[A-Za-z0-9_-]{{8,}}\.eyJ[A-Za-z0-9_-]{{8,}}\.[A-Za-z0-9_-]{{8,}}")),
     Rule("a bearer token", ("bearer",),
-         _r(r"\bBearer\s+[A-Za-z0-9._~+/-]{20,}=*", _I), _random(20)),
+         _r(r"\bBearer\s+[A-Za-z0-9._~+/-]{20,}=*", _I), _random(20), spaced=True),
     Rule("a Basic auth credential", ("basic ",),
-         _r(r"\bBasic\s+[A-Za-z0-9+/]{8,}={0,2}(?![A-Za-z0-9+/=])"), _basic_credential),
+         _r(r"\bBasic\s+[A-Za-z0-9+/]{8,}={0,2}(?![A-Za-z0-9+/=])"), _basic_credential,
+         spaced=True),
     Rule("a URL with credentials", ("://",),
          _r(r"\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@'\"]*:[^\s@/'\"]{2,}@[^\s/'\"]+", _I),
-         _not_placeholder_password, anchor="://"),
+         _not_placeholder_password, anchor="://", spaced=True),
     Rule("a command-line credential", ("-u ", "--user "),
          _r(r"(?:-u|--user)\s+['\"]?[\w.@-]{1,64}:(?P<pw>[^\s'\"@]{6,})"),
          lambda text: looks_random(text.rsplit(":", 1)[-1].strip("'\""), 6, 2.0)
-         or any(c in text.rsplit(":", 1)[-1] for c in "!#%^*+")),
+         or any(c in text.rsplit(":", 1)[-1] for c in "!#%^*+"), spaced=True),
     Rule("a database or registry password on a command line",
          ("mysql", "mariadb", "docker login", "podman login", "redis-cli", "sshpass",
           "mongosh", "helm registry"),
@@ -193,10 +197,10 @@ PROVIDER_RULES: tuple[Rule, ...] = (
             r"mongosh|helm registry login)\b[^\n|;&]{0,120}?\s(?:-p\s?|--password[= ]|-a\s)"
             r"['\"]?[^\s'\"$<{][^\s'\"]{5,}"),
          lambda text: looks_random(re.split(r"-p\s?|--password[= ]|-a\s", text)[-1].strip("'\""),
-                                   6, 2.0)),
+                                   6, 2.0), spaced=True),
     Rule("an AWS secret on a command line", ("configure set",),
          _r(r"aws configure set (?:aws_secret_access_key|aws_session_token)\s+"
-            r"[A-Za-z0-9/+=]{16,}")),
+            r"[A-Za-z0-9/+=]{16,}"), spaced=True),
     Rule("a URL with a token", ("@",),
          _r(r"\b[a-z][a-z0-9+.-]{1,20}://[A-Za-z0-9_-]{20,}@[^\s/'\"]+", _I),
          lambda text: looks_random(text.split("://", 1)[1].split("@", 1)[0], 20, 3.0)

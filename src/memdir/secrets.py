@@ -23,11 +23,13 @@ Invariants:
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from functools import cache
+from typing import Any
 
 from memdir.secret_rules import PROVIDER_RULES, Rule, looks_random
 
@@ -47,7 +49,10 @@ _CLUES_ASSIGN = ("pass", "pwd", "secret", "token", "key", "auth", "credential", 
 # An assignment is found from its separator, the one part with a literal start: the key is
 # read backwards from it and the value forwards, so a long text costs one scan for "=" and
 # ":" (a regex that tried a key at every position was 10x slower on a 25 KB MEMORY.md).
-_SEPARATOR = r":=|=>|==|=|:|(?<=\s)(?:is|to)(?=\s)"
+_SEPARATOR = r":=|=>|==|=|:"
+# "the admin password is …", "set the token to …": prose, counted only after a credential
+# word (checked on the key read backwards; the regex alone would try every position).
+_PROSE_SEPARATOR = r"\s(?P<word>is|to)(?=\s)"
 _VALUE = r"\s*(?:\"(?P<dq>[^\"\n]{1,300})\"|'(?P<sq>[^'\n]{1,300})'|(?P<bare>[^\s\"'`,;]{1,300}))"
 _KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 _MAX_KEY = 61
@@ -154,17 +159,20 @@ def _key_before(text: str, end: int) -> str:
 
 def _assignments(text: str) -> Iterator[tuple[str, int, int]]:
     """(label, start, end) of each assigned value that is a literal credential."""
-    for sep in _regex(_SEPARATOR).finditer(text):
-        word = sep.group(0).lower() in ("is", "to")
-        key = _key_before(text, sep.start())
-        if not key or (word and not _credential_key(key)):
+    symbols = ((m.start(), m.end(), m.group(0)) for m in _regex(_SEPARATOR).finditer(text))
+    lowered = text.lower()
+    prose = any(clue in lowered for clue in _CLUES_ASSIGN)
+    words = ((m.start("word"), m.end("word"), f" {m.group('word')} ")
+             for m in (_regex(_PROSE_SEPARATOR).finditer(text) if prose else ()))
+    for start, end, sep in heapq.merge(symbols, words):
+        key = _key_before(text, start)
+        if not key or (sep[0] == " " and not _credential_key(key)):
             continue
-        value = _regex(_VALUE).match(text, sep.end())
+        value = _regex(_VALUE).match(text, end)
         if value is None:
             continue
         group = next(g for g in ("dq", "sq", "bare") if value.group(g) is not None)
-        if _assigned_secret(key, f" {sep.group(0)} " if word else sep.group(0),
-                            value.group(group)):
+        if _assigned_secret(key, sep, value.group(group)):
             label = ("a password or key assignment" if _credential_key(key)
                      else "a high-entropy value")
             yield label, value.start(group), value.end(group)
@@ -172,15 +180,54 @@ def _assignments(text: str) -> Iterator[tuple[str, int, int]]:
 
 # Every (clue, rule) pair, flat: one pass of C-speed substring tests picks the rules to run.
 _CLUES = tuple((clue, n) for n, rule in enumerate(PROVIDER_RULES) for clue in rule.clues)
-_BYTE_CLUES = tuple((clue.encode(), n) for clue, n in _CLUES)
+_SPACED_CLUES = tuple((clue, n) for clue, n in _CLUES if PROVIDER_RULES[n].spaced)
+# Every other rule matches inside one run of 16 or more of these characters, its clue too:
+# the clues are looked for in those runs only (most memories have none), by one regex.
+_TOKEN_RUN = r"(?<![a-z0-9_\-+/=.~$:@])[a-z0-9_\-+/=.~$:@]{16,}"
+
+
+def _by_clue() -> dict[str, frozenset[int]]:
+    """Each clue of a token rule -> the rules of every clue it starts with: the clue regex
+    reports one clue a position (the longest), which implies its prefixes."""
+    clues = {clue for clue, n in _CLUES if not PROVIDER_RULES[n].spaced}
+    return {c: frozenset(n for clue, n in _CLUES if c.startswith(clue)
+                         and not PROVIDER_RULES[n].spaced) for c in clues}
+
+
+def _trie_regex(words: Iterable[str]) -> str:
+    """One regex for a set of literals, as a trie ("gh(?:p_|o_|…)"): at a position it tries
+    one branch a character instead of every literal, and it prefers the longest literal."""
+    trie: dict[str, Any] = {}
+    for word in words:
+        node = trie
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def build(node: dict[str, Any]) -> str:
+        branches = [re.escape(char) + build(child) for char, child in sorted(node.items())
+                    if char]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else f"(?:{'|'.join(branches)})"
+        return f"(?:{body})?" if "" in node else body
+
+    return build(trie)
+
+
+@cache
+def _clue_index() -> tuple[re.Pattern[str], dict[str, frozenset[int]]]:
+    index = _by_clue()
+    return re.compile(f"(?=({_trie_regex(index)}))"), index
 
 
 def _rules_for(lowered: str) -> list[Rule]:
-    if lowered.isascii():
-        hits = {n for clue, n in _CLUES if clue in lowered}
-    else:  # one non-ASCII character ("—") makes str search several times slower than bytes
-        data = lowered.encode("utf-8", "surrogatepass")
-        hits = {n for clue, n in _BYTE_CLUES if clue in data}
+    hits = {n for clue, n in _SPACED_CLUES if clue in lowered}
+    runs = " ".join(_regex(_TOKEN_RUN).findall(lowered))
+    if runs:
+        pattern, index = _clue_index()
+        for clue in set(pattern.findall(runs)):
+            hits.update(index[clue])
     return [PROVIDER_RULES[n] for n in sorted(hits)]
 
 
