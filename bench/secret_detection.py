@@ -17,6 +17,7 @@ Usage::
     python bench/secret_detection.py                       # every path
     python bench/secret_detection.py --paths library,cli   # some of them
     python bench/secret_detection.py --misses              # also list what each path got wrong
+    python bench/secret_detection.py --seed 7 --paths library  # other random parts
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.secrets_corpus import Entry, corpus
+from bench.secrets_corpus import SEED, Entry, corpus
 from memdir import Memdir, SecretDetectedError
 from memdir.extract import SECRET_SKIPPED
 
@@ -229,13 +230,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--paths", default=",".join(PATHS),
                         help=f"comma-separated write paths (default: all of {', '.join(PATHS)})")
     parser.add_argument("--misses", action="store_true", help="list each path's mistakes")
+    parser.add_argument("--seed", type=int, default=SEED,
+                        help="seed of the corpus's random parts (default: the fixed one)")
     args = parser.parse_args(argv)
     paths = [p.strip() for p in args.paths.split(",") if p.strip()]
     unknown = [p for p in paths if p not in PATHS]
     if unknown:
         parser.error(f"unknown path(s) {', '.join(unknown)}; use any of {', '.join(PATHS)}")
     os.environ.setdefault("MEMDIR_SEMANTIC", "0")
-    entries = corpus()
+    entries = corpus(args.seed)
     tallies = run(paths, entries)
     print(table(tallies, entries))
     if args.misses:
