@@ -269,15 +269,15 @@ PROVIDER_RULES: tuple[Rule, ...] = (
     Rule("a Twitch or OAuth token", ("oauth:",), _r(rf"{_B}oauth:[a-z0-9]{{30}}{_E}")),
     Rule("a Cloudflare API token", ("cloudflare", "cf_api"),
          _r(r"(?i)(?:cloudflare|cf_api)[\w.-]{0,20}[\"']?\s*[:=]\s*[\"']?[A-Za-z0-9_-]{40}"
-            r"(?![A-Za-z0-9_-])")),
+            r"(?![A-Za-z0-9_-])"), spaced=True),
     Rule("an Okta token", ("okta",),
-         _r(r"(?i)okta[\w.-]{0,20}[\"']?\s*[:=]\s*[\"']?00[A-Za-z0-9_-]{40}")),
+         _r(r"(?i)okta[\w.-]{0,20}[\"']?\s*[:=]\s*[\"']?00[A-Za-z0-9_-]{40}"), spaced=True),
     Rule("a Datadog key", ("datadog", "dd_api", "dd_app"),
          _r(r"(?i)(?:datadog|dd_api|dd_app)[\w.-]{0,20}[\"']?\s*[:=]\s*[\"']?[a-f0-9]{32,40}"
-            r"(?![a-f0-9])")),
+            r"(?![a-f0-9])"), spaced=True),
     Rule("a Heroku API key", ("heroku",),
          _r(r"(?i)heroku[\w.-]{0,20}[\"']?\s*[:=]\s*[\"']?[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-"
-            r"[0-9a-f]{4}-[0-9a-f]{12}")),
+            r"[0-9a-f]{4}-[0-9a-f]{12}"), spaced=True),
     Rule("an Adafruit IO key", ("aio_",), _r(rf"{_B}aio_[A-Za-z0-9]{{28}}{_E}"), _random(24)),
     Rule("a Shippo token", ("shippo_",), _r(rf"{_B}shippo_(?:live|test)_[a-f0-9]{{40}}")),
     Rule("a Frame.io or Mapbox token", ("fio-u-", "sk.eyj"),
