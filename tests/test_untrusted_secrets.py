@@ -108,6 +108,7 @@ def test_redaction_uses_the_same_rules() -> None:
     ("keep < PRIVATE >HIDDEN</ private> this", "keep  this"),
     ("keep <private>HIDDEN <private>X</private> HIDDEN</private> this", "keep  this"),
     ("keep <pri<b></b>vate>HIDDEN</private> this", "keep  this"),
+    ("keep <p<x>r<x>i<x>v<x>a<x>t<x>e>HIDDEN</private> this", "keep  this"),
     ("keep <pri\u200bvate>HIDDEN</private> this", "keep  this"),
     ("keep <private>HIDDEN</pri<i>vate> this", "keep  this"),
     ("keep <Private data-x='1'>HIDDEN", "keep "),
