@@ -160,8 +160,8 @@ def _key_before(text: str, end: int) -> str:
     return key if key and len(key) < _MAX_KEY else ""
 
 
-def _assignments(text: str) -> Iterator[tuple[str, int, int]]:
-    """(label, start, end) of each assigned value that is a literal credential."""
+def _assignments(text: str) -> Iterator[tuple[str, int, int, str]]:
+    """(label, start, end, key) of each assigned value that is a literal credential."""
     symbols = ((m.start(), m.end(), m.group(0)) for m in _regex(_SEPARATOR).finditer(text))
     lowered = text.lower()
     prose = any(clue in lowered for clue in _CLUES_ASSIGN)
@@ -178,7 +178,7 @@ def _assignments(text: str) -> Iterator[tuple[str, int, int]]:
         if _assigned_secret(key, sep, value.group(group)):
             label = ("a password or key assignment" if _credential_key(key)
                      else "a high-entropy value")
-            yield label, value.start(group), value.end(group)
+            yield label, value.start(group), value.end(group), key
 
 
 # Every (clue, rule) pair, flat: one pass of C-speed substring tests picks the rules to run.
@@ -250,8 +250,9 @@ def find_secrets(texts: Iterable[str]) -> list[str]:
             break
     if not found and ("=" in joined or ":" in joined
                       or any(clue in lowered for clue in _CLUES_ASSIGN)):
-        for label, start, end in _assignments(joined):
-            found.append(f"{label} ({_preview(joined[start:end])})")
+        for label, _, _, key in _assignments(joined):
+            # The key, not the start of the value: a password's first characters are secret.
+            found.append(f"{label} ({key[:40]}=…)")
             break
     return found
 
@@ -265,6 +266,6 @@ def redact_secrets(text: str) -> str:
         for start, end in reversed(spans):
             text = f"{text[:start]}[redacted: {rule.label}]{text[end:]}"
     if "=" in text or ":" in text or any(clue in lowered for clue in _CLUES_ASSIGN):
-        for label, start, end in reversed(list(_assignments(text))):
+        for label, start, end, _ in reversed(list(_assignments(text))):
             text = f"{text[:start]}[redacted: {label}]{text[end:]}"
     return text
