@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import date, datetime
-from typing import Any
+from typing import Any, cast
 
 from memdir.dates import absolutize_dates
 from memdir.errors import InvalidMemoryError
@@ -26,6 +26,7 @@ from memdir.model import (
     meta_depth,
     meta_strings,
 )
+from memdir.private import strip_private_data
 from memdir.safety import check_secrets, strip_private
 from memdir.taxonomy import Taxonomy
 
@@ -115,6 +116,9 @@ def _meta(meta: Mapping[str, Any] | None) -> dict[str, Any]:
     if meta_depth(meta) > MAX_META_DEPTH:
         raise InvalidMemoryError(f"meta nests more than {MAX_META_DEPTH} levels deep",
                                  "flatten the nested lists and mappings")
+    # <private> parts go first, from keys and values alike (a key left empty goes with its
+    # value): nothing below, the secret check included, sees them.
+    meta = cast("dict[str, Any]", strip_private_data(meta))
     out: dict[str, Any] = {}
     for key, value in meta.items():
         if not isinstance(key, str) or not key.strip():

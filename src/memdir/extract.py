@@ -31,8 +31,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from memdir.errors import MemdirError
+from memdir.errors import MemdirError, SecretDetectedError
 from memdir.model import Memory, Scope, format_time
+from memdir.safety import find_secrets, redact_secrets, strip_private
 from memdir.store import norm_hash
 from memdir.taxonomy import Taxonomy
 from memdir.transcript import Message, Transcript
@@ -227,11 +228,20 @@ def _by_llm(llm: LLM, window: Sequence[Message], taxonomy: Taxonomy,
     return out
 
 
+SECRET_SKIPPED = "contains a secret"
+
+
 def _by_rules(messages: Sequence[Message], taxonomy: Taxonomy) -> list[Raw]:
     from memdir.rules import extract_rules
 
     out: list[Raw] = []
     for message in messages:
+        # A message holding a secret yields nothing, and the report says so (never its text).
+        found = find_secrets([strip_private(message.text)])
+        if found:
+            out.append((f"(message {message.index})", "", 0.0, "",
+                        f"{SECRET_SKIPPED}: {', '.join(found)}"))
+            continue
         for c in extract_rules(message.text, taxonomy, message_index=message.index):
             out.append((c.content, c.type, c.relevance, c.excerpt, ""))
     return out
@@ -290,6 +300,13 @@ def _exists(md: Memdir, scope: Scope, body: str) -> bool:
         (md.directory(scope).key, norm_hash(body))).fetchone() is not None
 
 
+def _secret_skipped(raw: Raw, exc: SecretDetectedError) -> Extracted:
+    """A candidate refused for a secret, reported as such and without the secret."""
+    content, kind, relevance, excerpt, _ = raw
+    return Extracted(redact_secrets(content), kind, relevance, "skipped",
+                     f"{SECRET_SKIPPED}: {', '.join(exc.what)}", excerpt=redact_secrets(excerpt))
+
+
 def _apply(md: Memdir, raw: Raw, *, scope: Scope, dry_run: bool, session_id: str) -> Extracted:
     content, kind, relevance, excerpt, reason = raw
     if reason:
@@ -300,7 +317,9 @@ def _apply(md: Memdir, raw: Raw, *, scope: Scope, dry_run: bool, session_id: str
     try:
         draft = md._draft(content, scope, type=kind, relevance=relevance, meta=meta,
                           source="extracted")
-    except MemdirError as exc:  # a secret, or text that cannot be a memory
+    except SecretDetectedError as exc:
+        return _secret_skipped(raw, exc)
+    except MemdirError as exc:  # text that cannot be a memory
         return Extracted(content, kind, relevance, "skipped", exc.message, excerpt=excerpt)
     duplicate = _exists(md, scope, draft.body)
     near = [] if duplicate else near_duplicates(md, draft.body, scope=scope)
@@ -370,7 +389,10 @@ def extract_into(store: MemoryStore, transcript: Transcript, *, taxonomy: Taxono
         try:
             memory = store.store(content, type=kind, scope=scope, relevance=relevance,
                                  meta=meta, source="extracted")
-        except MemdirError as exc:  # a secret, or text that cannot be a memory
+        except SecretDetectedError as exc:
+            items.append(_secret_skipped((content, kind, relevance, excerpt, ""), exc))
+            continue
+        except MemdirError as exc:  # text that cannot be a memory
             items.append(Extracted(content, kind, relevance, "skipped", exc.message,
                                    excerpt=excerpt))
             continue

@@ -283,6 +283,15 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         ALTER TABLE extract_cursor ADD COLUMN offset_index INTEGER NOT NULL DEFAULT -1;
         """,
     ),
+    (
+        "memory files holding a secret are not indexed: every file is checked again by the "
+        "next reconcile (rows and fingerprints are derived)",
+        """
+        DELETE FROM memories;
+        DELETE FROM broken;
+        DELETE FROM dir_state;
+        """,
+    ),
 )
 
 

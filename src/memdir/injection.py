@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from memdir.arguments import scrub
@@ -20,6 +21,14 @@ if TYPE_CHECKING:
     from memdir.recall import Candidates, Recall
 
 __all__ = ["Injection"]
+
+
+def _index_text(directory: Path) -> str:
+    """MEMORY.md as injected, a secret written into it by hand redacted (memdir writes none:
+    it lists only indexed memories, and a file holding a secret is never indexed)."""
+    from memdir.safety import redact_secrets  # off the start-up path
+
+    return redact_secrets(read_index(directory))
 
 
 class Injection:
@@ -35,7 +44,7 @@ class Injection:
 
         md = self._injection_md()
         md._sync()
-        return neutralise_lines(read_index(md.directory(scope).path))
+        return neutralise_lines(_index_text(md.directory(scope).path))
 
     def context(self, query: str | None = None, *, budget_tokens: int = 800,
                 format: str = "markdown", limit: int | None = None,
@@ -53,7 +62,7 @@ class Injection:
         dirs = md._dirs(scopes)
         project = [d for d in dirs if d.scope == "project"]
         result = build_context(
-            md.index.conn, dirs, index=read_index(project[0].path) if project else "",
+            md.index.conn, dirs, index=_index_text(project[0].path) if project else "",
             query=query, budget_tokens=budget_tokens, fmt=format, limit=limit, paths=paths,
             at=md._clock())
         md.index.touch(result.memories)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from memdir.errors import PathTraversalError
 from memdir.files import INDEX_FILE, MAX_INDEX_BYTES, MAX_INDEX_LINES, utf8_name
 from memdir.model import SCOPES, Problem, Stats
-from memdir.safety import find_secrets
+from memdir.safety import SECRET_IN_FILE, find_secrets
 
 if TYPE_CHECKING:
     from memdir.memdir import Memdir
@@ -118,7 +118,8 @@ def doctor(md: Memdir, dirs: Sequence[MemoryDir]) -> list[Problem]:
     for mdir in dirs:
         for row in conn.execute("SELECT file, error, hint FROM broken WHERE dir = ? ORDER BY file",
                                 (mdir.key,)):
-            problems.append(Problem("broken-file", str(mdir.path / row[0]), row[1], row[2]))
+            kind = "secret" if row[1].startswith(SECRET_IN_FILE) else "broken-file"
+            problems.append(Problem(kind, str(mdir.path / row[0]), row[1], row[2]))
         for row in conn.execute(
             "SELECT id, group_concat(file, ', ') FROM memories WHERE dir = ? GROUP BY id "
             "HAVING COUNT(*) > 1", (mdir.key,)):

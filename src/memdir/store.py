@@ -42,7 +42,7 @@ from memdir.index import Index, memory_to_row
 from memdir.journal import before_write
 from memdir.listing import index_deferred, regenerate_index, touching
 from memdir.markdown import parse, render
-from memdir.model import Memory, Scope
+from memdir.model import Memory, Scope, meta_strings
 from memdir.paths import safe_join
 from memdir.safe_open import MEMORY_FILE, read_text
 from memdir.taxonomy import Taxonomy
@@ -196,6 +196,19 @@ def _load(mdir: MemoryDir, state: FileState, real_base: str | None = None) -> Me
     return memory.replace(type=mdir.taxonomy.resolve(memory.type), path=path)
 
 
+def _refuse_secrets(memory: Memory) -> None:
+    """A file written by hand (or pulled with a team's commits) that holds a secret is never
+    indexed, so no context, recall or search can show it: it is listed by ``doctor``."""
+    from memdir.safety import SECRET_IN_FILE, find_secrets  # off the start-up path
+
+    found = find_secrets([memory.name, memory.description, memory.body, *memory.tags,
+                          *memory.paths, *meta_strings(memory.meta)])
+    if found:
+        raise MemoryFileError(f"{SECRET_IN_FILE}: {', '.join(found)}",
+                              "remove the secret from the file (keep credentials in a secret "
+                              "manager); memdir indexes the file again once it is clean")
+
+
 def load_file(mdir: MemoryDir, name: str) -> Memory:
     """A memory file of the directory as it is on disk now (path vetted, type resolved);
     MemdirError or OSError when it is unusable or gone."""
@@ -214,6 +227,7 @@ def _load_all(index: Index, conn: sqlite3.Connection, mdir: MemoryDir,
     for n, state in enumerate(changed, start=1):
         try:
             memory = _load(mdir, state, real_base)
+            _refuse_secrets(memory)
             # The row too: a value the file allows but SQLite or UTC cannot hold (a huge
             # count, a date at the edge of the calendar) makes the file broken, not the read.
             row = memory_to_row(memory, mdir.key, norm_hash(memory.body), state.mtime_ns,

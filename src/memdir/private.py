@@ -1,0 +1,83 @@
+"""``<private>`` spans: text the user marked as never to be stored, removed before anything else.
+
+Every write path passes every field (body, name, description, tags, paths, meta keys and
+values) through :func:`strip_private` before it validates, checks for secrets or stores it.
+
+Invariants:
+- What a reader could take for a private tag is one: any case, attributes
+  (``<private class="x">``), spaces inside the tag (``< private >``, ``</private >``),
+  invisible characters or another tag inside the tag name (``<pri<b></b>vate>``).
+- Spans nest: ``<private>a <private>b</private> c</private>`` removes ``c`` too; an unclosed
+  span runs to the end of the text; a stray closing tag is removed.
+- Stripping repeats until nothing changes, so removing one span can never join the text
+  around it into a new tag (``<pri<private>x</private>vate>``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from functools import cache
+
+__all__ = ["strip_private", "strip_private_data"]
+
+# Between the letters of the tag name: other (complete) tags and invisible characters, so a
+# tag split around another tag, or by a zero-width space, still counts.
+_GAP = r"(?:<[^<>]{0,200}>|[\u00ad\u200b-\u200f\u2060\ufeff])*"
+_NAME = _GAP.join("private")
+_TAG = (
+    rf"<\s*{_GAP}(?P<close>/)?\s*{_GAP}{_NAME}{_GAP}(?=[\s/>]|$)[^<>]{{0,1000}}(?:>|$)"
+)
+
+
+@cache
+def _tag() -> re.Pattern[str]:
+    """Compiled on first use: most texts hold no ``<``, and start-up stays cheap."""
+    return re.compile(_TAG, re.IGNORECASE)
+
+
+def _strip_once(text: str) -> str:
+    out: list[str] = []
+    depth = 0
+    pos = 0
+    for tag in _tag().finditer(text):
+        if depth == 0:
+            out.append(text[pos:tag.start()])
+        if tag.group("close"):
+            depth = max(depth - 1, 0)
+        else:
+            depth += 1
+        pos = tag.end()
+    if depth == 0:
+        out.append(text[pos:])
+    return "".join(out)
+
+
+def strip_private(text: str) -> str:
+    """``text`` without its ``<private>`` spans (nested, unclosed, in any spelling)."""
+    if "<" not in text:  # every tag starts with one; the regex then scans from each "<"
+        return text
+    for _ in range(100):  # each round removes at least one tag; a bound all the same
+        stripped = _strip_once(text)
+        if stripped == text:
+            break
+        text = stripped
+    return text
+
+
+def strip_private_data(value: object) -> object:
+    """``value`` (plain data: text, lists, mappings) with :func:`strip_private` applied to
+    every string in it, mapping keys included; a key left empty is dropped with its value.
+    The caller bounds the nesting depth first."""
+    if isinstance(value, str):
+        return strip_private(value)
+    if isinstance(value, Mapping):
+        out: dict[object, object] = {}
+        for key, item in value.items():
+            clean = strip_private(key).strip() if isinstance(key, str) else key
+            if clean != "":
+                out[clean] = strip_private_data(item)
+        return out
+    if isinstance(value, list | tuple):
+        return [strip_private_data(item) for item in value]
+    return value
