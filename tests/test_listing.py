@@ -97,3 +97,23 @@ def test_a_store_rewrites_only_its_types_page_and_restores_a_missing_one(md: Mem
     assert (pages / "fact.md").read_text() == fact_page + "edited by hand\n"
     md.reindex()
     assert (pages / "fact.md").read_text() == fact_page
+
+
+def test_memdir_knows_the_memory_md_it_wrote_until_someone_edits_it(md: Memdir) -> None:
+    """Injection skips the secret check only for the MEMORY.md memdir wrote, unedited."""
+    from memdir.files import read_index_stat
+
+    md.store("Deployments go through ArgoCD", type="decision")
+    mdir = md.directory("project")
+
+    def ours() -> bool:
+        return listing.written_by_memdir(md.index.conn, mdir.key, read_index_stat(mdir.path)[1])
+
+    assert ours()
+    index = mdir.path / "MEMORY.md"
+    index.write_text(index.read_text() + "- a line typed by hand\n")
+    assert not ours()
+    md.store("Staging is read-only on Fridays", type="fact")  # regenerated: ours again
+    assert ours()
+    index.unlink()
+    assert not ours()

@@ -49,6 +49,7 @@ __all__ = [
     "native",
     "new_id",
     "read_index",
+    "read_index_stat",
     "render_index",
     "scan_dir",
     "slugify",
@@ -199,9 +200,10 @@ def render_index(lines: str) -> str:
     return f"# Memory Index\n\n{_MARKER}\n\n" + (lines + "\n" if lines else "")
 
 
-def write_index(directory: Path, lines: str) -> None:
-    """Regenerate MEMORY.md. One that is a symlink or a special file is left exactly as it
-    is (with a warning; doctor reports it); a hand-written one is kept once as ``.orig``."""
+def write_index(directory: Path, lines: str) -> os.stat_result | None:
+    """Regenerate MEMORY.md; the new file's stat, or None when it was left alone. One that is
+    a symlink or a special file is left exactly as it is (with a warning; doctor reports it);
+    a hand-written one is kept once as ``.orig``."""
     path = directory / INDEX_FILE
     try:
         # Its first few hundred bytes tell: ours carries the marker on its third line.
@@ -211,14 +213,14 @@ def write_index(directory: Path, lines: str) -> None:
             from memdir.errors import warn  # only when something is wrong
 
             warn("memdir: %s is not regenerated: %s", path, exc.message)
-            return
+            return None
     except OSError:
         pass  # missing (or unreadable): written afresh
     else:
         if _MARKER not in head.decode("utf-8", errors="replace") and head.strip() \
                 and not _keep_original(path, st):
-            return
-    atomic_write(path, render_index(lines), fsync=False)
+            return None
+    return atomic_write(path, render_index(lines), fsync=False)
 
 
 def _is_folder(path: Path) -> bool:
@@ -344,13 +346,23 @@ def _holds(path: Path, data: bytes) -> bool:
 
 def read_index(directory: Path) -> str:
     """MEMORY.md as it should be injected: capped at 200 lines and 25,000 bytes, with hints."""
+    return read_index_stat(directory)[0]
+
+
+def read_index_stat(directory: Path) -> tuple[str, os.stat_result | None]:
+    """:func:`read_index` and the stat of the file it read (None when there is none), so a
+    caller can tell the file memdir last wrote from one edited since."""
     try:
         # Only the head can be injected: a huge index costs one bounded read, not all of it.
         head, st = read_head(directory / INDEX_FILE, _INDEX_READ_BYTES + 1)
     except FileNotFoundError:
-        return ""
+        return "", None
     except UnsafeFileError:
-        return ""  # a symlink or a FIFO: never injected (doctor reports it)
+        return "", None  # a symlink or a FIFO: never injected (doctor reports it)
+    return _capped_index(head, st), st
+
+
+def _capped_index(head: bytes, st: os.stat_result) -> str:
     total = st.st_size
     content = head[:_INDEX_READ_BYTES].decode("utf-8", errors="replace")
     lines = content.split("\n")

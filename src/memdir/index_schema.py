@@ -292,6 +292,16 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         DELETE FROM dir_state;
         """,
     ),
+    (
+        "the MEMORY.md memdir last wrote in each directory (its inode, size and mtime): one "
+        "that still matches holds only indexed memories and needs no secret check when injected",
+        """
+        CREATE TABLE listing_written (
+            dir TEXT PRIMARY KEY, ino INTEGER NOT NULL, size INTEGER NOT NULL,
+            mtime_ns INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        """,
+    ),
 )
 
 

@@ -8,27 +8,34 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from memdir.arguments import scrub
-from memdir.files import read_index
+from memdir.files import read_index_stat
+from memdir.listing import written_by_memdir
 from memdir.model import Scope
 
 if TYPE_CHECKING:
+    import sqlite3
+
     from memdir.context_format import Context
     from memdir.memdir import Memdir
     from memdir.recall import Candidates, Recall
+    from memdir.store import MemoryDir
 
 __all__ = ["Injection"]
 
 
-def _index_text(directory: Path) -> str:
-    """MEMORY.md as injected, a secret written into it by hand redacted (memdir writes none:
-    it lists only indexed memories, and a file holding a secret is never indexed)."""
+def _index_text(conn: sqlite3.Connection, mdir: MemoryDir) -> str:
+    """MEMORY.md as injected, a secret written into it by hand redacted. The MEMORY.md memdir
+    wrote, unedited since, needs no check: it lists only indexed memories, and a file holding
+    a secret is never indexed (the check costs a hook ~10 ms, the stat comparison nothing)."""
+    text, st = read_index_stat(mdir.path)
+    if not text or written_by_memdir(conn, mdir.key, st):
+        return text
     from memdir.safety import redact_secrets  # off the start-up path
 
-    return redact_secrets(read_index(directory))
+    return redact_secrets(text)
 
 
 class Injection:
@@ -44,7 +51,7 @@ class Injection:
 
         md = self._injection_md()
         md._sync()
-        return neutralise_lines(_index_text(md.directory(scope).path))
+        return neutralise_lines(_index_text(md.index.conn, md.directory(scope)))
 
     def context(self, query: str | None = None, *, budget_tokens: int = 800,
                 format: str = "markdown", limit: int | None = None,
@@ -62,7 +69,7 @@ class Injection:
         dirs = md._dirs(scopes)
         project = [d for d in dirs if d.scope == "project"]
         result = build_context(
-            md.index.conn, dirs, index=_index_text(project[0].path) if project else "",
+            md.index.conn, dirs, index=_index_text(md.index.conn, project[0]) if project else "",
             query=query, budget_tokens=budget_tokens, fmt=format, limit=limit, paths=paths,
             at=md._clock())
         md.index.touch(result.memories)

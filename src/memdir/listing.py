@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from memdir.index import Index
     from memdir.store import MemoryDir
 
-__all__ = ["Touched", "index_deferred", "regenerate_index", "touching"]
+__all__ = ["Touched", "index_deferred", "regenerate_index", "touching", "written_by_memdir"]
 
 _LISTING = "relevance DESC, updated DESC, file"  # MEMORY.md's order (the listing index's)
 
@@ -134,7 +134,7 @@ def regenerate_index(conn: sqlite3.Connection, mdir: MemoryDir,
             (key,)).fetchone()[0] or ""
         write_overflow(mdir.path, {})
         if lines or (mdir.path / "MEMORY.md").exists():
-            write_index(mdir.path, lines)
+            _record(conn, key, write_index(mdir.path, lines))
         return
     head = _head(conn, key)
     shown = Counter(kind for kind, _ in head)
@@ -153,8 +153,31 @@ def regenerate_index(conn: sqlite3.Connection, mdir: MemoryDir,
         rest = {kind: _page(conn, key, kind, totals[kind], shown[kind]) for kind, _ in more
                 if kind in touched.types or shown[kind] != touched.shown_before.get(kind, 0)
                 or not os.path.lexists(folder / f"{kind}.md")}
-    write_index(mdir.path, "\n".join([
+    _record(conn, key, write_index(mdir.path, "\n".join([
         *(line for _, line in head), "",
         f"## More ({count - INDEX_HEAD} memories not listed above)",
-        *(f"- [{n} more {kind} memories](index/{kind}.md)" for kind, n in more)]))
+        *(f"- [{n} more {kind} memories](index/{kind}.md)" for kind, n in more)])))
     write_overflow(mdir.path, rest, keep=keep)
+
+
+def _record(conn: sqlite3.Connection, key: str, st: os.stat_result | None) -> None:
+    """Remember which MEMORY.md memdir wrote (None: it wrote none, e.g. a symlink was left)."""
+    if st is None:
+        conn.execute("DELETE FROM listing_written WHERE dir = ?", (key,))
+    else:
+        conn.execute("INSERT OR REPLACE INTO listing_written VALUES (?, ?, ?, ?)",
+                     (key, st.st_ino, st.st_size, st.st_mtime_ns))
+
+
+def written_by_memdir(conn: sqlite3.Connection, key: str, st: os.stat_result | None) -> bool:
+    """Whether ``st`` is the MEMORY.md memdir last wrote for ``key``, unedited since (same
+    inode, size and nanosecond mtime): then it lists only indexed memories, each already
+    checked for secrets, and its lines need no check of their own."""
+    if st is None:
+        return False
+    try:
+        row = conn.execute("SELECT ino, size, mtime_ns FROM listing_written WHERE dir = ?",
+                           (key,)).fetchone()
+    except sqlite3.Error:  # an index too old to have the table, opened read-only
+        return False
+    return row is not None and tuple(row) == (st.st_ino, st.st_size, st.st_mtime_ns)
