@@ -24,11 +24,12 @@ __all__ = ["Injection"]
 
 
 def _index_text(directory: Path) -> str:
-    """MEMORY.md as injected, a secret written into it by hand redacted (memdir writes none:
-    it lists only indexed memories, and a file holding a secret is never indexed)."""
-    from memdir.safety import redact_secrets  # off the start-up path
+    """MEMORY.md as injected, a secret or a ``<private>`` span written into it by hand
+    removed (memdir writes neither: it lists only indexed memories, and the index holds no
+    secret and no private span)."""
+    from memdir.safety import redact_secrets, strip_private  # off the start-up path
 
-    return redact_secrets(read_index(directory))
+    return redact_secrets(strip_private(read_index(directory)))
 
 
 class Injection:

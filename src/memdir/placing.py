@@ -33,6 +33,7 @@ from memdir.files import atomic_write, new_id
 from memdir.index import Index, memory_to_row
 from memdir.listing import regenerate_index, touching
 from memdir.markdown import render
+from memdir.private import strip_private_memory
 from memdir.model import Memory
 from memdir.new_files import NewFiles
 from memdir.paths import safe_join
@@ -259,4 +260,5 @@ def write_new(index: Index, mdir: MemoryDir, memories: Sequence[Memory]) -> list
             with contextlib.suppress(OSError):
                 path.unlink()
         raise
-    return [placed[slot].memory for slot in slots]
+    # A reinforced hand-written file keeps its <private> spans; the caller never sees them.
+    return [strip_private_memory(placed[slot].memory) for slot in slots]

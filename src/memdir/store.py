@@ -44,6 +44,7 @@ from memdir.listing import index_deferred, regenerate_index, touching
 from memdir.markdown import parse, render
 from memdir.model import Memory, Scope, meta_strings
 from memdir.paths import safe_join
+from memdir.private import strip_private_memory
 from memdir.safe_open import MEMORY_FILE, read_text
 from memdir.taxonomy import Taxonomy
 
@@ -144,7 +145,9 @@ def modify(index: Index, mdir: MemoryDir, path: Path, change: Callable[[Memory],
             conn.execute("DELETE FROM memories WHERE dir = ? AND file = ?", (mdir.key, path.name))
         regenerate_index(conn, mdir, touched)
         fp.forget(conn, mdir.key)
-    return updated
+    # The file keeps a <private> span written into it by hand; the caller sees the indexed
+    # memory, never the span.
+    return strip_private_memory(updated)
 
 
 def _row_type(conn: sqlite3.Connection, mdir: MemoryDir, path: Path) -> list[str]:
