@@ -152,7 +152,8 @@ def _reinforced(mdir: MemoryDir, file: str, when: Memory, digest: str) -> Memory
         return None
     if norm_hash(current.body) != digest:
         return None
-    return current.replace(
+    # memdir writes no <private> span (one written by hand was never indexed nor shown).
+    return strip_private_memory(current).replace(
         reinforced=current.reinforced + 1, updated=when.updated, status="active",
         tags=tuple(dict.fromkeys((*current.tags, *when.tags))),
         relevance=max(current.relevance, when.relevance),
@@ -260,5 +261,4 @@ def write_new(index: Index, mdir: MemoryDir, memories: Sequence[Memory]) -> list
             with contextlib.suppress(OSError):
                 path.unlink()
         raise
-    # A reinforced hand-written file keeps its <private> spans; the caller never sees them.
-    return [strip_private_memory(placed[slot].memory) for slot in slots]
+    return [placed[slot].memory for slot in slots]

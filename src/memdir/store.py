@@ -132,7 +132,9 @@ def modify(index: Index, mdir: MemoryDir, path: Path, change: Callable[[Memory],
         current = _load(mdir, FileState(path.name, 0, 0))
         if memory_id is not None and current.id != memory_id:
             raise _moved(path, memory_id)
-        updated = change(current)
+        # memdir writes no <private> span: one written into the file by hand goes when memdir
+        # rewrites the file (it was never indexed nor shown).
+        updated = strip_private_memory(change(current))
         if rename:
             name = file_name(conn, mdir, updated, {path.name})
             updated = updated.replace(path=safe_join(mdir.path, name))
@@ -145,9 +147,7 @@ def modify(index: Index, mdir: MemoryDir, path: Path, change: Callable[[Memory],
             conn.execute("DELETE FROM memories WHERE dir = ? AND file = ?", (mdir.key, path.name))
         regenerate_index(conn, mdir, touched)
         fp.forget(conn, mdir.key)
-    # The file keeps a <private> span written into it by hand; the caller sees the indexed
-    # memory, never the span.
-    return strip_private_memory(updated)
+    return updated
 
 
 def _row_type(conn: sqlite3.Connection, mdir: MemoryDir, path: Path) -> list[str]:
