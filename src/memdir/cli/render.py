@@ -1,6 +1,11 @@
 """How the CLI shows things to people: tables, one memory in full, grouped lists, progress.
 
 Machine output (``--json``) never comes from here: it is the ``to_dict`` of the values.
+
+Invariant: every memory text shown here (names, descriptions, bodies, tags, meta, file
+names) passes :func:`memdir.neutralise.neutralise`: an agent reads this output too (it runs
+``memdir search`` or ``memdir get`` in a shell), so no tag written into stored text comes out
+as one. ``--json`` keeps the text exactly as written.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from memdir.context_format import one_line
 from memdir.model import Hit, Memory, Problem, Stats, format_time
+from memdir.neutralise import neutralise
 
 if TYPE_CHECKING:
     from memdir.extract import ExtractReport
@@ -56,7 +62,7 @@ def memories_table(memories: Sequence[Memory]) -> str:
     rows = [(m.id, m.type, m.scope, f"{m.relevance:.2f}", m.updated.strftime("%Y-%m-%d"),
              f"{m.name} — {m.description}" if m.description != m.name else m.name)
             for m in memories]
-    return table(("ID", "TYPE", "SCOPE", "REL", "UPDATED", "MEMORY"), rows)
+    return neutralise(table(("ID", "TYPE", "SCOPE", "REL", "UPDATED", "MEMORY"), rows))
 
 
 def hits_table(hits: Sequence[Hit]) -> str:
@@ -64,7 +70,7 @@ def hits_table(hits: Sequence[Hit]) -> str:
              f"{h.memory.name} — {h.memory.description}"
              if h.memory.description != h.memory.name else h.memory.name)
             for h in hits]
-    return table(("SCORE", "ID", "TYPE", "SCOPE", "MEMORY"), rows)
+    return neutralise(table(("SCORE", "ID", "TYPE", "SCOPE", "MEMORY"), rows))
 
 
 def grouped(memories: Sequence[Memory], titles: dict[str, tuple[str, str]]) -> str:
@@ -78,7 +84,7 @@ def grouped(memories: Sequence[Memory], titles: dict[str, tuple[str, str]]) -> s
         out.append(f"### {icon} {title}".replace("  ", " "))
         out.extend(f"- {m.description if m.description else m.name}  ({m.id})" for m in items)
         out.append("")
-    return "\n".join(out).rstrip()
+    return neutralise("\n".join(out).rstrip())
 
 
 def memory_full(memory: Memory) -> str:
@@ -100,7 +106,7 @@ def memory_full(memory: Memory) -> str:
         lines.append(f"  {key}: {value}")
     lines.append(f"  file: {memory.path}")
     lines += ["", memory.body]
-    return "\n".join(lines)
+    return neutralise("\n".join(lines))
 
 
 def problems(found: Sequence[Problem]) -> str:
