@@ -5,7 +5,8 @@ Machine output (``--json``) never comes from here: it is the ``to_dict`` of the 
 Invariant: every memory text shown here (names, descriptions, bodies, tags, meta, file
 names) passes :func:`memdir.neutralise.neutralise`: an agent reads this output too (it runs
 ``memdir search`` or ``memdir get`` in a shell), so no tag written into stored text comes out
-as one. ``--json`` keeps the text exactly as written.
+as one. ``--json`` keeps the text exactly as written. Control and bidi characters are
+escaped visibly first (:mod:`memdir.cli.terminal`), so they show as ``\\x1b``, not vanish.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, TextIO
 
+from memdir.cli.terminal import escape
 from memdir.context_format import one_line
 from memdir.model import Hit, Memory, Problem, Stats, format_time
 from memdir.neutralise import neutralise
@@ -26,6 +28,11 @@ if TYPE_CHECKING:
 
 __all__ = ["Progress", "grouped", "hits_table", "memories_table", "memory_full", "problems",
            "stats_text"]
+
+
+def _shown(text: str) -> str:
+    """Stored text as people (and agents) see it: controls escaped visibly, then inert."""
+    return neutralise(escape(text))
 
 
 def _width() -> int:
@@ -62,7 +69,7 @@ def memories_table(memories: Sequence[Memory]) -> str:
     rows = [(m.id, m.type, m.scope, f"{m.relevance:.2f}", m.updated.strftime("%Y-%m-%d"),
              f"{m.name} — {m.description}" if m.description != m.name else m.name)
             for m in memories]
-    return neutralise(table(("ID", "TYPE", "SCOPE", "REL", "UPDATED", "MEMORY"), rows))
+    return _shown(table(("ID", "TYPE", "SCOPE", "REL", "UPDATED", "MEMORY"), rows))
 
 
 def hits_table(hits: Sequence[Hit]) -> str:
@@ -70,7 +77,7 @@ def hits_table(hits: Sequence[Hit]) -> str:
              f"{h.memory.name} — {h.memory.description}"
              if h.memory.description != h.memory.name else h.memory.name)
             for h in hits]
-    return neutralise(table(("SCORE", "ID", "TYPE", "SCOPE", "MEMORY"), rows))
+    return _shown(table(("SCORE", "ID", "TYPE", "SCOPE", "MEMORY"), rows))
 
 
 def grouped(memories: Sequence[Memory], titles: dict[str, tuple[str, str]]) -> str:
@@ -84,7 +91,7 @@ def grouped(memories: Sequence[Memory], titles: dict[str, tuple[str, str]]) -> s
         out.append(f"### {icon} {title}".replace("  ", " "))
         out.extend(f"- {m.description if m.description else m.name}  ({m.id})" for m in items)
         out.append("")
-    return neutralise("\n".join(out).rstrip())
+    return _shown("\n".join(out).rstrip())
 
 
 def memory_full(memory: Memory) -> str:
@@ -106,7 +113,7 @@ def memory_full(memory: Memory) -> str:
         lines.append(f"  {key}: {value}")
     lines.append(f"  file: {memory.path}")
     lines += ["", memory.body]
-    return neutralise("\n".join(lines))
+    return _shown("\n".join(lines))
 
 
 def problems(found: Sequence[Problem]) -> str:
