@@ -204,8 +204,9 @@ def _refuse_secrets(memory: Memory) -> None:
     indexed, so no context, recall or search can show it: it is listed by ``doctor``."""
     from memdir.safety import SECRET_IN_FILE, find_secrets  # off the start-up path
 
+    # The file name and the id too: both are shown (recall headers, MEMORY.md, search).
     found = find_secrets([memory.name, memory.description, memory.body, *memory.tags,
-                          *memory.paths, *meta_strings(memory.meta)])
+                          *memory.paths, *meta_strings(memory.meta), memory.id, memory.file])
     if found:
         raise MemoryFileError(f"{SECRET_IN_FILE}: {', '.join(found)}",
                               "remove the secret from the file (keep credentials in a secret "
