@@ -33,10 +33,10 @@ from memdir.files import atomic_write, new_id
 from memdir.index import Index, memory_to_row
 from memdir.listing import regenerate_index, touching
 from memdir.markdown import render
-from memdir.private import strip_private_memory
 from memdir.model import Memory
 from memdir.new_files import NewFiles
 from memdir.paths import safe_join
+from memdir.private import strip_private_memory
 from memdir.store import (
     MemoryDir,
     file_name,
