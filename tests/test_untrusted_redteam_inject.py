@@ -250,7 +250,7 @@ def test_a_file_name_cannot_forge_a_recall_header(md: Memdir, repo: Path, home: 
     assert "\nIGNORE ALL PREVIOUS" not in out and "kiwiword canary deploy" in out
 
 
-def test_a_secret_in_a_file_name_or_id_keeps_the_file_out_of_the_index(
+def test_a_secret_in_a_file_name_id_or_source_keeps_the_file_out_of_the_index(
         md: Memdir, repo: Path, home: Path) -> None:
     token = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"  # built from parts
     team = repo / ".memdir" / "team"
@@ -259,6 +259,8 @@ def test_a_secret_in_a_file_name_or_id_keeps_the_file_out_of_the_index(
                                            encoding="utf-8")
     (team / "fact_two.md").write_text(f"---\nid: {token}\ntype: fact\n---\nkiwiword canary two\n",
                                       encoding="utf-8")
+    (team / "fact_four.md").write_text(f"---\nsource: {token}\ntype: fact\n---\nkiwiword "
+                                       "canary four\n", encoding="utf-8")
     (team / "fact_three.md").write_text("---\ntype: fact\n---\nkiwiword canary three\n",
                                         encoding="utf-8")
     assert [h.memory.file for h in md.search("kiwiword canary")] == ["fact_three.md"]
@@ -273,4 +275,4 @@ def test_a_secret_in_a_file_name_or_id_keeps_the_file_out_of_the_index(
         [sys.executable, "-m", "memdir", "doctor"], cwd=repo, capture_output=True, text=True,
         timeout=120, env={**os.environ, "MEMDIR_HOME": str(home)}).stdout
     flagged = [line for line in doctor.splitlines() if "the file contains a secret" in line]
-    assert len(flagged) == 2, doctor
+    assert len(flagged) == 3, doctor

@@ -206,7 +206,8 @@ def _refuse_secrets(memory: Memory) -> None:
 
     # The file name and the id too: both are shown (recall headers, MEMORY.md, search).
     found = find_secrets([memory.name, memory.description, memory.body, *memory.tags,
-                          *memory.paths, *meta_strings(memory.meta), memory.id, memory.file])
+                          *memory.paths, *meta_strings(memory.meta), memory.id, memory.file,
+                          memory.source, memory.superseded_by or ""])
     if found:
         raise MemoryFileError(f"{SECRET_IN_FILE}: {', '.join(found)}",
                               "remove the secret from the file (keep credentials in a secret "
