@@ -135,6 +135,25 @@ def test_private_spans_never_reach_the_cli_the_hooks_or_mcp(
         anyio.run(scenario)
 
 
+def test_private_spans_never_reach_the_http_api(
+        md: Memdir, hand_written: list[Path], home: Path, repo: Path) -> None:
+    from server_support import running_server
+
+    md.close()
+    with running_server(home, repo) as server, server.client() as client:
+        answers = [client.get("/api/memory/search", params={"q": "ArgoCD canary"}),
+                   client.get("/api/memory/search", params={"q": HIDDEN}),
+                   client.get("/api/memory/context", params={"budget": 100_000}),
+                   client.get("/api/memory/recall", params={"prompt": "argocd canary deploy",
+                                                            "session_id": "w1"}),
+                   client.get("/api/memory", params={"status": "all"})]
+        for answer in answers:
+            assert answer.status_code == 200, answer.text
+        for answer in answers[:1] + answers[2:]:
+            assert HIDDEN not in answer.text
+        assert "canary" in answers[0].text and answers[1].json()["hits"] == []
+
+
 # -- 2. nothing memdir sends to a model carries a secret or a private span -----------------------
 
 def _use_llm(monkeypatch: pytest.MonkeyPatch, server: ScriptedServer) -> None:
