@@ -121,7 +121,9 @@ def problems(found: Sequence[Problem]) -> str:
         return "no problems found"
     out = [f"{len(found)} problem(s):"]
     for p in found:
-        out += [f"- [{p.kind}] {p.where}", f"    {p.message}", f"    fix: {p.hint}"]
+        # The file name and the message (a YAML error quotes the file) are stored text.
+        out += [f"- [{p.kind}] {_shown(p.where)}", f"    {_shown(p.message)}",
+                f"    fix: {p.hint}"]
     return "\n".join(out)
 
 
@@ -195,6 +197,6 @@ def extract_report(report: ExtractReport) -> str:
     for item in report.items:
         note = f" ({item.reason})" if item.reason else ""
         near = f" [near: {', '.join(item.near_duplicates)}]" if item.near_duplicates else ""
-        text = one_line(item.content, 90)
+        text = _shown(one_line(item.content, 90))
         lines.append(f"  {item.action:<15} {item.type:<11} {text}{note}{near}")
     return "\n".join(lines)
