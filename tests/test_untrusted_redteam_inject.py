@@ -88,6 +88,19 @@ def test_private_spans_in_hand_written_files_are_never_indexed(
     recalled = md.recall("how do we deploy with argocd canary", "s1").text
     assert "canary" in recalled and HIDDEN not in recalled
     assert HIDDEN not in md.memory_index("team")
+    # An unclosed private tag in a file name (it cannot hold "/") costs only its own line of
+    # the injected MEMORY.md, never the lines after it.
+    (hand_written[1].parent / "decision_<private>x.md").write_text(
+        "---\ntype: decision\n---\nDeploy windows are Tuesdays\n", encoding="utf-8")
+    (hand_written[1].parent / "decision_zz.md").write_text(
+        "---\ntype: decision\n---\nDeploy freezes start Fridays\n", encoding="utf-8")
+    assert len(md.search("deploy tuesdays fridays")) >= 2
+    project_index = md.memory_index("project")
+    md.directory("team").path.joinpath("MEMORY.md").unlink()  # the generated one from here
+    md.store("Deploys need two approvals", type="decision", scope="team")
+    team_index = md.memory_index("team")
+    assert "decision_zz.md" in team_index and "Deploys need two approvals" in team_index
+    assert HIDDEN not in project_index
     # memdir leaves the file as the person wrote it until memdir itself rewrites it; what it
     # writes holds no private span, like every write.
     assert hand_written[0].read_text().count(HIDDEN) == 6
@@ -305,3 +318,17 @@ def test_a_secret_in_a_file_name_id_or_source_keeps_the_file_out_of_the_index(
         timeout=120, env={**os.environ, "MEMDIR_HOME": str(home)}).stdout
     flagged = [line for line in doctor.splitlines() if "the file contains a secret" in line]
     assert len(flagged) == 3, doctor
+
+
+def test_a_file_whose_text_is_all_private_is_not_indexed(md: Memdir, repo: Path) -> None:
+    team = repo / ".memdir" / "team"
+    team.mkdir(parents=True)
+    (team / "fact_all.md").write_text(
+        '---\ntype: fact\nname: "<private>whole</private>"\n---\n<private>kiwiword</private>\n',
+        encoding="utf-8")
+    (team / "fact_ok.md").write_text("---\ntype: fact\n---\ncanary kept\n", encoding="utf-8")
+    context = md.context(budget_tokens=10_000).text
+    assert "canary kept" in context and "-  (team)" not in context
+    assert [m.file for m in md.list()] == ["fact_ok.md"]
+    problems = [p for p in md.doctor() if "fact_all.md" in p.where]
+    assert problems and "private" in problems[0].message

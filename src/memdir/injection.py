@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from memdir.arguments import scrub
-from memdir.files import read_index
+from memdir.files import generated_index, read_index
 from memdir.model import Scope
 
 if TYPE_CHECKING:
@@ -29,7 +29,14 @@ def _index_text(directory: Path) -> str:
     secret and no private span)."""
     from memdir.safety import redact_secrets, strip_private  # off the start-up path
 
-    return redact_secrets(strip_private(read_index(directory)))
+    text = read_index(directory)
+    if "<" in text:
+        # memdir's own holds one entry a line, from rows without private spans: a file name
+        # such as ``fact_<private>x.md`` costs only its own line. A hand-written one is
+        # stripped as a whole (a span may run over several lines).
+        text = ("\n".join(map(strip_private, text.split("\n"))) if generated_index(text)
+                else strip_private(text))
+    return redact_secrets(text)
 
 
 class Injection:

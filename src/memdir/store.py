@@ -233,6 +233,10 @@ def _load_all(index: Index, conn: sqlite3.Connection, mdir: MemoryDir,
         try:
             memory = _load(mdir, state, real_base)
             _refuse_secrets(memory)
+            if memory.body.strip() and not strip_private_memory(memory).body:
+                raise MemoryFileError("the memory text is all inside <private>…</private>",
+                                      "write the text to remember outside the private span, "
+                                      "or delete the file")
             # The row too: a value the file allows but SQLite or UTC cannot hold (a huge
             # count, a date at the edge of the calendar) makes the file broken, not the read.
             row = memory_to_row(memory, mdir.key, norm_hash(memory.body), state.mtime_ns,
