@@ -14,7 +14,7 @@ Invariants:
 - A memory file written by hand may hold ``<private>`` spans: :func:`strip_private_memory`
   removes them from every field before the memory is indexed (:func:`memdir.index.memory_to_row`)
   or handed back, so no search, context, recall, hook or MCP result shows them; the file on
-  disk keeps them (it is the person's).
+  disk keeps them (it is the person's) until memdir rewrites it, and memdir writes none.
 """
 
 from __future__ import annotations
