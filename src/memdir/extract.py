@@ -180,8 +180,10 @@ def _schema(taxonomy: Taxonomy) -> dict[str, Any]:
 
 
 def _conversation(messages: Sequence[Message]) -> str:
-    return "\n\n".join(f"{'summary' if m.kind == 'summary' else m.role}: {m.text}"
-                       for m in messages)
+    # Private spans go per message (an unclosed one ends with its message); LLM.ask then
+    # redacts secrets from the whole prompt.
+    return "\n\n".join(f"{'summary' if m.kind == 'summary' else m.role}: "
+                       f"{strip_private(m.text)}" for m in messages)
 
 
 Raw = tuple[str, str, float, str, str]  # content, type, relevance, excerpt, skip reason

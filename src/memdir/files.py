@@ -44,6 +44,7 @@ __all__ = [
     "OVERFLOW_LINES",
     "Overflow",
     "atomic_write",
+    "generated_index",
     "index_line",
     "is_memory_file",
     "native",
@@ -198,6 +199,11 @@ def index_line(name: str, file: str, type_name: str, description: str) -> str:
 def render_index(lines: str) -> str:
     """MEMORY.md from its entry lines (already joined with newlines)."""
     return f"# Memory Index\n\n{_MARKER}\n\n" + (lines + "\n" if lines else "")
+
+
+def generated_index(text: str) -> bool:
+    """Whether MEMORY.md text is memdir's own (its marker on the third line), not a person's."""
+    return _MARKER in text[:512]
 
 
 def write_index(directory: Path, lines: str) -> os.stat_result | None:

@@ -31,6 +31,7 @@ from memdir.errors import IndexBusyError, IndexCorruptError, ReadOnlyHomeError, 
 from memdir.files import index_line
 from memdir.index_schema import migrate
 from memdir.model import Memory, Scope, format_time, now, parse_time
+from memdir.private import strip_private_memory
 
 __all__ = ["BM25_WEIGHTS", "KEY_HALF_LIFE_DAYS", "MEMORY_COLUMNS", "Index", "busy_timeout_ms",
            "connect", "decode_meta", "encode_meta", "set_deadline", "strength_key_sql"]
@@ -176,6 +177,9 @@ def _read_settings(conn: sqlite3.Connection) -> sqlite3.Connection:
 
 def memory_to_row(memory: Memory, directory: str, norm_hash: str, mtime_ns: int,
                   size: int) -> tuple[Any, ...]:
+    """The index row of a memory: never a ``<private>`` span (a hand-written file may hold
+    one), so nothing that reads the index can show it."""
+    memory = strip_private_memory(memory)
     return (
         directory, memory.file, memory.scope, memory.id, memory.name, memory.description,
         memory.type, memory.body, memory.relevance, json.dumps(list(memory.tags)),

@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, cast
 
 from memdir.arguments import scrub
-from memdir.files import read_index_stat
+from memdir.files import generated_index, read_index_stat
 from memdir.listing import written_by_memdir
 from memdir.model import Scope
 
@@ -27,11 +27,21 @@ __all__ = ["Injection"]
 
 
 def _index_text(conn: sqlite3.Connection, mdir: MemoryDir) -> str:
-    """MEMORY.md as injected, a secret written into it by hand redacted. The MEMORY.md memdir
-    wrote, unedited since, needs no check: it lists only indexed memories, and a file holding
-    a secret is never indexed (the check costs a hook ~10 ms, the stat comparison nothing)."""
+    """MEMORY.md as injected, a secret or a ``<private>`` span written into it by hand
+    removed (memdir writes neither: it lists only indexed memories, and the index holds no
+    secret and no private span). The MEMORY.md memdir wrote, unedited since, needs no secret
+    check (it costs a hook ~10 ms; the stat comparison nothing)."""
     text, st = read_index_stat(mdir.path)
-    if not text or written_by_memdir(conn, mdir.key, st):
+    ours = bool(text) and written_by_memdir(conn, mdir.key, st)
+    if "<" in text:
+        from memdir.safety import strip_private  # off the start-up path
+
+        # memdir's own holds one entry a line, from rows without private spans: a file name
+        # such as ``fact_<private>x.md`` costs only its own line. A hand-written one is
+        # stripped as a whole (a span may run over several lines).
+        text = ("\n".join(map(strip_private, text.split("\n"))) if generated_index(text)
+                else strip_private(text))
+    if not text or ours:
         return text
     from memdir.safety import redact_secrets  # off the start-up path
 

@@ -15,6 +15,9 @@ Invariants:
 - Every attempted call is counted in the ledger; the daily budget is checked against the
   ledger (shared by all processes) before each call. Concurrent processes may overshoot it by
   at most one call each: the check and the count are not one transaction.
+- No text leaves the process with a secret or a ``<private>`` span in it: :meth:`LLM.ask`,
+  the one way memdir calls a model (extraction, consolidation, the recall side query), strips
+  private spans and redacts secrets from the system text and the prompt before sending them.
 """
 
 from __future__ import annotations
@@ -299,6 +302,10 @@ class LLM:
                     day, purpose)
             return None
         name = self.provider.name
+        from memdir.safety import redact_secrets, strip_private  # only when a call is made
+
+        system = redact_secrets(strip_private(system))
+        prompt = redact_secrets(strip_private(prompt))
         try:
             completion = self.provider.complete_json(system, prompt, schema,
                                                      max_tokens=max_tokens)

@@ -36,6 +36,7 @@ from memdir.markdown import render
 from memdir.model import Memory
 from memdir.new_files import NewFiles
 from memdir.paths import safe_join
+from memdir.private import strip_private_memory
 from memdir.store import (
     MemoryDir,
     file_name,
@@ -151,7 +152,8 @@ def _reinforced(mdir: MemoryDir, file: str, when: Memory, digest: str) -> Memory
         return None
     if norm_hash(current.body) != digest:
         return None
-    return current.replace(
+    # memdir writes no <private> span (one written by hand was never indexed nor shown).
+    return strip_private_memory(current).replace(
         reinforced=current.reinforced + 1, updated=when.updated, status="active",
         tags=tuple(dict.fromkeys((*current.tags, *when.tags))),
         relevance=max(current.relevance, when.relevance),

@@ -11,6 +11,10 @@ Invariants:
   span runs to the end of the text; a stray closing tag is removed.
 - Stripping repeats until nothing changes, so removing one span can never join the text
   around it into a new tag (``<pri<private>x</private>vate>``).
+- A memory file written by hand may hold ``<private>`` spans: :func:`strip_private_memory`
+  removes them from every field before the memory is indexed (:func:`memdir.index.memory_to_row`)
+  or handed back, so no search, context, recall, hook or MCP result shows them; the file on
+  disk keeps them (it is the person's) until memdir rewrites it, and memdir writes none.
 """
 
 from __future__ import annotations
@@ -18,8 +22,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from functools import cache
+from typing import TYPE_CHECKING
 
-__all__ = ["strip_private", "strip_private_data"]
+if TYPE_CHECKING:
+    from memdir.model import Memory
+
+__all__ = ["strip_private", "strip_private_data", "strip_private_memory"]
 
 # Between the letters of the tag name: other (complete) tags and invisible characters, so a
 # tag split around another tag, or by a zero-width space, still counts.
@@ -81,3 +89,23 @@ def strip_private_data(value: object) -> object:
     if isinstance(value, list | tuple):
         return [strip_private_data(item) for item in value]
     return value
+
+
+def _clean(text: str) -> str:
+    stripped = strip_private(text)
+    return stripped if stripped == text else stripped.strip()
+
+
+def strip_private_memory(memory: Memory) -> Memory:
+    """``memory`` without ``<private>`` spans in any free-text field (name, description, body,
+    source, tags, paths, meta keys and values); the same object when it holds none (the
+    common case)."""
+    texts = [memory.name, memory.description, memory.body, memory.source, *memory.tags,
+             *memory.paths]
+    if not any("<" in t for t in texts) and "<" not in repr(memory.meta):
+        return memory
+    meta = strip_private_data(memory.meta) if memory.meta else memory.meta
+    return memory.replace(name=_clean(memory.name), description=_clean(memory.description),
+                          body=_clean(memory.body), source=_clean(memory.source),
+                          tags=tuple(t for t in map(_clean, memory.tags) if t),
+                          paths=tuple(p for p in map(_clean, memory.paths) if p), meta=meta)

@@ -44,6 +44,7 @@ from memdir.listing import index_deferred, regenerate_index, touching
 from memdir.markdown import parse, render
 from memdir.model import Memory, Scope, meta_strings
 from memdir.paths import safe_join
+from memdir.private import strip_private_memory
 from memdir.safe_open import MEMORY_FILE, read_text
 from memdir.taxonomy import Taxonomy
 
@@ -131,7 +132,9 @@ def modify(index: Index, mdir: MemoryDir, path: Path, change: Callable[[Memory],
         current = _load(mdir, FileState(path.name, 0, 0))
         if memory_id is not None and current.id != memory_id:
             raise _moved(path, memory_id)
-        updated = change(current)
+        # memdir writes no <private> span: one written into the file by hand goes when memdir
+        # rewrites the file (it was never indexed nor shown).
+        updated = strip_private_memory(change(current))
         if rename:
             name = file_name(conn, mdir, updated, {path.name})
             updated = updated.replace(path=safe_join(mdir.path, name))
@@ -201,8 +204,10 @@ def _refuse_secrets(memory: Memory) -> None:
     indexed, so no context, recall or search can show it: it is listed by ``doctor``."""
     from memdir.safety import SECRET_IN_FILE, find_secrets  # off the start-up path
 
+    # The file name and the id too: both are shown (recall headers, MEMORY.md, search).
     found = find_secrets([memory.name, memory.description, memory.body, *memory.tags,
-                          *memory.paths, *meta_strings(memory.meta)])
+                          *memory.paths, *meta_strings(memory.meta), memory.id, memory.file,
+                          memory.source, memory.superseded_by or ""])
     if found:
         raise MemoryFileError(f"{SECRET_IN_FILE}: {', '.join(found)}",
                               "remove the secret from the file (keep credentials in a secret "
@@ -228,6 +233,10 @@ def _load_all(index: Index, conn: sqlite3.Connection, mdir: MemoryDir,
         try:
             memory = _load(mdir, state, real_base)
             _refuse_secrets(memory)
+            if memory.body.strip() and not strip_private_memory(memory).body:
+                raise MemoryFileError("the memory text is all inside <private>…</private>",
+                                      "write the text to remember outside the private span, "
+                                      "or delete the file")
             # The row too: a value the file allows but SQLite or UTC cannot hold (a huge
             # count, a date at the edge of the calendar) makes the file broken, not the read.
             row = memory_to_row(memory, mdir.key, norm_hash(memory.body), state.mtime_ns,

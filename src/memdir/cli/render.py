@@ -1,6 +1,12 @@
 """How the CLI shows things to people: tables, one memory in full, grouped lists, progress.
 
 Machine output (``--json``) never comes from here: it is the ``to_dict`` of the values.
+
+Invariant: every memory text shown here (names, descriptions, bodies, tags, meta, file
+names) passes :func:`memdir.neutralise.neutralise`: an agent reads this output too (it runs
+``memdir search`` or ``memdir get`` in a shell), so no tag written into stored text comes out
+as one. ``--json`` keeps the text exactly as written. Control and bidi characters are
+escaped visibly first (:mod:`memdir.cli.terminal`), so they show as ``\\x1b``, not vanish.
 """
 
 from __future__ import annotations
@@ -12,14 +18,21 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, TextIO
 
+from memdir.cli.terminal import escape
 from memdir.context_format import one_line
 from memdir.model import Hit, Memory, Problem, Stats, format_time
+from memdir.neutralise import neutralise
 
 if TYPE_CHECKING:
     from memdir.extract import ExtractReport
 
 __all__ = ["Progress", "grouped", "hits_table", "memories_table", "memory_full", "problems",
            "stats_text"]
+
+
+def _shown(text: str) -> str:
+    """Stored text as people (and agents) see it: controls escaped visibly, then inert."""
+    return neutralise(escape(text))
 
 
 def _width() -> int:
@@ -56,7 +69,7 @@ def memories_table(memories: Sequence[Memory]) -> str:
     rows = [(m.id, m.type, m.scope, f"{m.relevance:.2f}", m.updated.strftime("%Y-%m-%d"),
              f"{m.name} — {m.description}" if m.description != m.name else m.name)
             for m in memories]
-    return table(("ID", "TYPE", "SCOPE", "REL", "UPDATED", "MEMORY"), rows)
+    return _shown(table(("ID", "TYPE", "SCOPE", "REL", "UPDATED", "MEMORY"), rows))
 
 
 def hits_table(hits: Sequence[Hit]) -> str:
@@ -64,7 +77,7 @@ def hits_table(hits: Sequence[Hit]) -> str:
              f"{h.memory.name} — {h.memory.description}"
              if h.memory.description != h.memory.name else h.memory.name)
             for h in hits]
-    return table(("SCORE", "ID", "TYPE", "SCOPE", "MEMORY"), rows)
+    return _shown(table(("SCORE", "ID", "TYPE", "SCOPE", "MEMORY"), rows))
 
 
 def grouped(memories: Sequence[Memory], titles: dict[str, tuple[str, str]]) -> str:
@@ -78,7 +91,7 @@ def grouped(memories: Sequence[Memory], titles: dict[str, tuple[str, str]]) -> s
         out.append(f"### {icon} {title}".replace("  ", " "))
         out.extend(f"- {m.description if m.description else m.name}  ({m.id})" for m in items)
         out.append("")
-    return "\n".join(out).rstrip()
+    return _shown("\n".join(out).rstrip())
 
 
 def memory_full(memory: Memory) -> str:
@@ -100,7 +113,7 @@ def memory_full(memory: Memory) -> str:
         lines.append(f"  {key}: {value}")
     lines.append(f"  file: {memory.path}")
     lines += ["", memory.body]
-    return "\n".join(lines)
+    return _shown("\n".join(lines))
 
 
 def problems(found: Sequence[Problem]) -> str:
@@ -108,7 +121,9 @@ def problems(found: Sequence[Problem]) -> str:
         return "no problems found"
     out = [f"{len(found)} problem(s):"]
     for p in found:
-        out += [f"- [{p.kind}] {p.where}", f"    {p.message}", f"    fix: {p.hint}"]
+        # The file name and the message (a YAML error quotes the file) are stored text.
+        out += [f"- [{p.kind}] {_shown(p.where)}", f"    {_shown(p.message)}",
+                f"    fix: {p.hint}"]
     return "\n".join(out)
 
 
@@ -182,6 +197,6 @@ def extract_report(report: ExtractReport) -> str:
     for item in report.items:
         note = f" ({item.reason})" if item.reason else ""
         near = f" [near: {', '.join(item.near_duplicates)}]" if item.near_duplicates else ""
-        text = one_line(item.content, 90)
+        text = _shown(one_line(item.content, 90))
         lines.append(f"  {item.action:<15} {item.type:<11} {text}{note}{near}")
     return "\n".join(lines)
