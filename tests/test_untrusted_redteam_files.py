@@ -134,8 +134,19 @@ def test_history_that_is_a_fifo_does_not_hang_history_or_consolidate(
     listing = cli("history")
     assert listing.returncode != 0
     assert "FIFO" in listing.stderr and "history.jsonl" in listing.stderr, listing.stderr
-    doctor = cli("doctor")
-    assert "history.jsonl" in doctor.stdout + doctor.stderr
+    doctor = cli("--json", "doctor")  # reports it, and still checks everything else
+    problems = [p for p in json.loads(doctor.stdout)
+                if p["where"] == str(home / "history.jsonl")]
+    assert [p["kind"] for p in problems] == ["unsafe-file"], doctor.stdout
+    assert "FIFO" in problems[0]["message"] and problems[0]["hint"]
+    with Memdir(home=home, project=repo, clock=lambda: PAST) as md:
+        md.store("Releases are cut on Tuesdays", type="decision")
+        md.store("Releases are cut on Tuesdays by the release manager", type="decision")
+        before = sorted(m.id for m in md.list())
+    done = cli("consolidate", "--yes")  # refused before any change: no begin record
+    assert done.returncode != 0 and "FIFO" in done.stderr, done.stderr
+    with Memdir(home=home, project=repo) as md:
+        assert sorted(m.id for m in md.list()) == before
 
 
 def test_history_that_is_a_symlink_is_neither_read_nor_appended_through(

@@ -164,14 +164,22 @@ def _stale_temp_problems(md: Memdir, dirs: Sequence[MemoryDir]) -> dict[str, Pro
 
 
 def _interrupted_plans(md: Memdir) -> list[Problem]:
+    from memdir.errors import UnsafeFileError
     from memdir.history import HISTORY_FILE, history
 
+    try:
+        plans = history(md.home)
+    except UnsafeFileError as exc:  # a FIFO, a symlink or a huge file at history.jsonl
+        return [Problem("unsafe-file", str(md.home / HISTORY_FILE), exc.message, exc.hint)]
+    except OSError as exc:
+        return [Problem("unsafe-file", str(md.home / HISTORY_FILE), f"cannot read it: {exc}",
+                        f"check the permissions of {md.home / HISTORY_FILE}")]
     return [Problem("interrupted-plan", str(md.home / HISTORY_FILE),
                     f"the consolidation plan {r['id']} was interrupted after changing some "
                     "files (each file is whole, but the plan is half done)",
                     "run `memdir undo` to put every file it touched back, then `memdir "
                     "consolidate --yes` to plan again")
-            for r in history(md.home) if r.get("interrupted") and not r["undone"]]
+            for r in plans if r.get("interrupted") and not r["undone"]]
 
 
 def _secret_problems(conn: sqlite3.Connection, mdir: MemoryDir) -> list[Problem]:
