@@ -245,3 +245,38 @@ def test_deeply_nested_json_in_a_transcript_neither_crashes_nor_blocks(
         done = subprocess.run([sys.executable, "-m", "memdir", *args], capture_output=True,
                               text=True, timeout=60, cwd=repo, env=env)
         assert "Traceback" not in done.stderr, done.stderr
+
+
+# --- files an agent or a repository owns, and the dream lock ------------------------------
+
+
+def test_a_committed_settings_file_that_is_a_fifo_does_not_hang_hooks_install(
+        cli: CLI, repo: Path) -> None:
+    (repo / ".claude").mkdir()
+    os.mkfifo(repo / ".claude" / "settings.json")
+    done = cli("hooks", "install", "--agent", "claude-code", "--scope", "project")
+    assert done.returncode != 0  # the fixture's 60 s timeout: a FIFO would wait forever
+    assert "FIFO" in done.stderr and "hint" in done.stderr, done.stderr
+    assert not (repo / ".mcp.json").exists()  # refused before anything was written
+
+
+def test_a_claude_md_that_is_a_fifo_does_not_hang_onboard(cli: CLI, repo: Path) -> None:
+    os.mkfifo(repo / "CLAUDE.md")
+    done = cli("onboard", "--claude-md", str(repo / "CLAUDE.md"))
+    assert done.returncode != 0
+    assert "FIFO" in done.stderr, done.stderr
+
+
+def test_a_dream_lock_that_is_a_fifo_does_not_hang_dream(
+        cli: CLI, home: Path, repo: Path, tmp_path: Path) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(home / ".consolidate-lock.guard")
+    done = cli("dream", "--force")
+    assert done.returncode != 0
+    assert "FIFO" in done.stderr, done.stderr
+    os.unlink(home / ".consolidate-lock.guard")
+    victim = _outside(tmp_path)
+    (home / ".consolidate-lock.guard").symlink_to(victim)
+    done = cli("dream", "--force")
+    assert "symlink" in done.stderr, done.stderr
+    assert victim.read_text() == "precious\n"

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from memdir.errors import UnsafeFileError
 
-__all__ = ["CONFIG_FILE", "CONSUMED_STATE", "DAILY_LOG", "HISTORY_LOG", "IMPORT_FILE", "INDEX_FILE",
+__all__ = ["AGENT_FILE", "CONFIG_FILE", "CONSUMED_STATE", "DAILY_LOG", "HISTORY_LOG", "IMPORT_FILE", "INDEX_FILE",
            "MEMORY_FILE", "NOT_REGULAR_FIX", "OVERFLOW_PAGE", "PLAN_JOURNAL", "PULL_RECORD", "Cap",
            "check_replaceable", "describe", "open_append", "read_file", "read_head",
            "read_text", "real_folder", "unsafe_entries"]
@@ -75,6 +75,10 @@ CONFIG_FILE = Cap("settings file", 1 << 20, "keep config.toml to the settings me
 PULL_RECORD = Cap("pull record", 64 << 10,
                   "remove the last-pull file: the next pull writes it again")
 
+# An agent's settings.json or instructions file (CLAUDE.md): in a repository, committed by
+# anyone, so read bounded and never from a FIFO; the user may symlink theirs (followed).
+AGENT_FILE = Cap("agent settings or instructions file", 16 << 20,
+                 "shorten the file or move it away, then run the command again")
 # One JSON line per applied plan (a few KB): tens of thousands of plans fit.
 HISTORY_LOG = Cap("history file", 64 << 20,
                   "move history.jsonl out of the memdir home: a new one is started (undo then "
@@ -117,8 +121,13 @@ def _open(path: Path | str, follow: bool, flags: int = _FLAGS,
     except OSError as exc:
         if exc.errno == errno.ELOOP and not follow:
             raise _refuse(path, "a symlink") from None
-        if exc.errno == errno.ENXIO:  # a socket, or a device with nothing behind it
-            raise _refuse(path, "not a regular file") from None
+        if exc.errno == errno.ENXIO:  # a socket, a device with nothing behind it, or a
+            # FIFO opened for writing with no reader
+            try:
+                what = describe(os.lstat(path).st_mode)
+            except OSError:
+                what = None
+            raise _refuse(path, what or "not a regular file") from None
         raise
     try:
         st = os.fstat(fd)
