@@ -36,10 +36,10 @@ from pathlib import Path
 
 from memdir.errors import UnsafeFileError
 
-__all__ = ["AGENT_FILE", "CONFIG_FILE", "CONSUMED_STATE", "DAILY_LOG", "HISTORY_LOG", "IMPORT_FILE", "INDEX_FILE",
-           "MEMORY_FILE", "NOT_REGULAR_FIX", "OVERFLOW_PAGE", "PLAN_JOURNAL", "PULL_RECORD", "Cap",
-           "check_replaceable", "describe", "open_append", "read_file", "read_head",
-           "read_text", "real_folder", "unsafe_entries"]
+__all__ = ["AGENT_FILE", "CONFIG_FILE", "CONSUMED_STATE", "DAILY_LOG", "HISTORY_LOG",
+           "IMPORT_FILE", "INDEX_FILE", "MEMORY_FILE", "NOT_REGULAR_FIX", "OVERFLOW_PAGE",
+           "PLAN_JOURNAL", "PULL_RECORD", "Cap", "check_replaceable", "describe", "open_append",
+           "read_file", "read_head", "read_text", "real_folder", "unsafe_entries"]
 
 _FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
