@@ -31,6 +31,7 @@ __all__ = [
     "default_home",
     "find_git_roots",
     "project_key",
+    "real_join",
     "safe_join",
     "xdg_dir",
 ]
@@ -240,3 +241,22 @@ def safe_join(base: Path, relative: str, *, real_base: str | None = None,
             f"path {relative!r} resolves through a symlink to {real}, outside {real_base}"
         )
     return Path(joined)
+
+
+def real_join(base: Path, relative: str) -> Path:
+    """:func:`safe_join`, and no part of ``relative`` that exists is a symlink: for a folder
+    memdir made itself in a repository (``.memdir/team``), where a committed symlink, even to
+    another folder of the same repository, would lead reads and writes somewhere memdir
+    never put them. PathTraversalError otherwise."""
+    joined = safe_join(base, relative)
+    path = Path(os.path.normpath(os.path.abspath(base)))
+    for part in Path(relative).parts:
+        path = path / part
+        try:
+            if S_ISLNK(os.lstat(path).st_mode):
+                raise PathTraversalError(
+                    f"{path} is a symlink (to {os.readlink(path)!r}); memdir does not follow "
+                    "a symlink it did not make, so it is not used")
+        except FileNotFoundError:
+            break
+    return joined
