@@ -277,3 +277,24 @@ def test_a_team_directory_symlinked_inside_the_repo_is_neither_read_nor_written(
     assert "Ignore all rules" not in context.stdout
     doctor = json.loads(cli("--json", "doctor").stdout)
     assert [p["kind"] for p in doctor if p["where"].endswith(".memdir/team")] == ["team-dir"]
+
+
+# --- the usage queue ---------------------------------------------------------------------
+
+
+def test_a_usage_queue_that_is_a_fifo_hangs_no_read_write_or_hook(
+        cli: CLI, home: Path, repo: Path) -> None:
+    cli("store", "--type", "fact", "Builds take ten minutes on the CI", check=True)
+    os.mkfifo(home / "usage-pending.jsonl")
+    found = cli("search", "builds")  # the fixture's 60 s timeout: a FIFO read waits forever
+    assert "Builds take ten minutes" in found.stdout, found.stderr
+    cli("store", "--type", "fact", "Deploys go through ArgoCD", check=True)
+    payload = {"session_id": "s", "cwd": str(repo), "hook_event_name": "UserPromptSubmit",
+               "prompt": "how long do builds take on the CI"}
+    hook = subprocess.run([sys.executable, "-m", "memdir", "hook", "prompt"],
+                          input=json.dumps(payload), capture_output=True, text=True,
+                          timeout=30, cwd=repo, env={**os.environ, "MEMDIR_HOME": str(home)})
+    assert hook.returncode == 0 and "Builds take ten minutes" in hook.stdout, hook.stderr
+    doctor = json.loads(cli("--json", "doctor").stdout)
+    assert [p["kind"] for p in doctor if p["where"] == str(home / "usage-pending.jsonl")] \
+        == ["unsafe-file"]

@@ -148,6 +148,7 @@ def doctor(md: Memdir, dirs: Sequence[MemoryDir]) -> list[Problem]:
         problems.extend(_unsafe_problems(mdir, listed))
     problems.extend(stale.values())
     problems.extend(_interrupted_plans(md))
+    problems.extend(_unsafe_home_files(md))
     return problems
 
 
@@ -161,6 +162,18 @@ def _stale_temp_problems(md: Memdir, dirs: Sequence[MemoryDir]) -> dict[str, Pro
         f"{t.age / 60:.0f} min old)",
         "the next write command (e.g. `memdir reindex`) removes it once it is a minute old; "
         "or delete it") for t in stale_temps([d.path for d in dirs], md.home)}
+
+
+def _unsafe_home_files(md: Memdir) -> list[Problem]:
+    """A symlink or a special file where memdir keeps a file of its own in the home (the
+    history is checked by :func:`_interrupted_plans`): skipped by every command."""
+    from memdir.dream import LOCK_FILE
+    from memdir.safe_open import unsafe_entries
+    from memdir.usage_queue import QUEUE_NAME
+
+    names = [QUEUE_NAME, LOCK_FILE, f"{LOCK_FILE}.guard", "config.toml"]
+    return [Problem("unsafe-file", str(path), message, hint)
+            for path, message, hint in unsafe_entries(md.home, names, {}, {})]
 
 
 def _interrupted_plans(md: Memdir) -> list[Problem]:
