@@ -298,3 +298,18 @@ def test_a_usage_queue_that_is_a_fifo_hangs_no_read_write_or_hook(
     doctor = json.loads(cli("--json", "doctor").stdout)
     assert [p["kind"] for p in doctor if p["where"] == str(home / "usage-pending.jsonl")] \
         == ["unsafe-file"]
+
+
+def test_a_symlinked_history_folder_gets_no_journal(
+        cli: CLI, home: Path, repo: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "history").symlink_to(elsewhere, target_is_directory=True)
+    with Memdir(home=home, project=repo, clock=lambda: PAST) as md:
+        md.store("Releases are cut on Tuesdays", type="decision")
+        md.store("Releases are cut on Tuesdays by the release manager", type="decision")
+    done = cli("consolidate", "--yes")
+    assert done.returncode != 0 and "symlink" in done.stderr, done.stderr
+    assert os.listdir(elsewhere) == []
+    assert not (home / "history.jsonl").exists()  # refused before the plan began

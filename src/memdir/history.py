@@ -87,9 +87,15 @@ def journalled(md: Memdir, plan: dict[str, Any], first: Sequence[Path], at: date
     An exception leaves the plan interrupted (undo puts it back)."""
     from memdir.journal import recording
 
+    from memdir.safe_open import real_folder
+
     plan_id = _plan_id(at)
     roots = [d.path for d in md._dirs()]
-    with recording(md.home / HISTORY_DIR / plan_id, roots, first):
+    md.home.mkdir(parents=True, exist_ok=True)
+    # A real history/ folder (UnsafeFileError if a symlink): journals are never written, nor
+    # later read back by undo, anywhere but in the home.
+    folder = real_folder(md.home, HISTORY_DIR, create=True) or md.home / HISTORY_DIR
+    with recording(folder / plan_id, roots, first):
         append_record(md.home, {"begin": plan_id, "at": format_time(at), "by": by,
                                 "plan": plan})
         yield plan_id
