@@ -16,6 +16,8 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
+
 from conftest import CLI
 from memdir import Memdir
 from memdir.model import now
@@ -313,3 +315,35 @@ def test_a_symlinked_history_folder_gets_no_journal(
     assert done.returncode != 0 and "symlink" in done.stderr, done.stderr
     assert os.listdir(elsewhere) == []
     assert not (home / "history.jsonl").exists()  # refused before the plan began
+
+
+# --- the HTTP server's files in the home --------------------------------------------------
+
+
+def test_the_server_fault_log_is_not_appended_through_a_symlink_or_a_fifo(
+        tmp_path: Path) -> None:
+    from memdir.server.errors import log_fault
+
+    victim = _outside(tmp_path)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "server.log").symlink_to(victim)
+    log_fault(logs, "GET /x", RuntimeError("boom"))
+    assert victim.read_text() == "precious\n"
+    (logs / "server.log").unlink()
+    os.mkfifo(logs / "server.log")
+    reader = os.open(logs / "server.log", os.O_RDONLY | os.O_NONBLOCK)  # a writer would not wait
+    try:
+        log_fault(logs, "GET /x", RuntimeError("boom"))
+        assert os.read(reader, 100) == b""  # nothing written into the FIFO
+    finally:
+        os.close(reader)
+
+
+def test_a_server_token_that_is_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
+    from memdir.errors import UnsafeFileError
+    from memdir.server.auth import TOKEN_FILE, load_or_create_token
+
+    os.mkfifo(tmp_path / TOKEN_FILE, 0o600)
+    with pytest.raises(UnsafeFileError, match="FIFO"):
+        load_or_create_token(tmp_path)

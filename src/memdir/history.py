@@ -86,7 +86,6 @@ def journalled(md: Memdir, plan: dict[str, Any], first: Sequence[Path], at: date
     the write; the begin record precedes any change, the complete record follows the last.
     An exception leaves the plan interrupted (undo puts it back)."""
     from memdir.journal import recording
-
     from memdir.safe_open import real_folder
 
     plan_id = _plan_id(at)
