@@ -64,9 +64,14 @@ def _alive(pid: int) -> bool:
 
 
 def _holder(path: Path) -> int:
+    """The pid in the lock file; 0 if none. A bounded read, never through a symlink nor from
+    a FIFO: a file planted at the name cannot hang a dream."""
+    from memdir.errors import UnsafeFileError
+    from memdir.safe_open import read_head
+
     try:
-        return int(path.read_text().strip() or "0")
-    except (OSError, ValueError):
+        return int(read_head(path, 64)[0].decode("ascii").strip() or "0")
+    except (OSError, ValueError, UnsafeFileError):
         return 0
 
 
@@ -116,7 +121,10 @@ def _acquire(home: Path, now: float) -> bool:
 
     path = _lock(home)
     home.mkdir(parents=True, exist_ok=True)
-    with open(home / f"{LOCK_FILE}.guard", "a") as guard:
+    from memdir.safe_open import open_append
+
+    # Not through a symlink, never waiting on a FIFO planted at the name (UnsafeFileError).
+    with os.fdopen(open_append(home / f"{LOCK_FILE}.guard"), "a") as guard:
         fcntl.flock(guard, fcntl.LOCK_EX)  # released when the file closes
         holder = _holder(path) if path.exists() else 0
         fresh = now - last_dream(home) < STALE_SECONDS

@@ -22,6 +22,11 @@ Invariants:
   plan completes: undo goes back that far, and the home does not grow with every dream.
 - Restoring never follows a symlink out of a memory directory (:func:`memdir.paths.safe_join`),
   nor into a directory that was moved or replaced since the plan.
+- The history and the journals are data anyone with the home could have edited: undo writes
+  only inside memdir's own directories (the home and the memory directories of the project
+  it runs in), reads only a journal at ``history/<plan-id>/`` (an id of memdir's form, real
+  folders), and every read or append goes through :mod:`memdir.safe_open` (bounded, never
+  through a symlink, never waiting on a FIFO).
 """
 
 from __future__ import annotations
@@ -55,8 +60,10 @@ _ORPHAN_SECONDS = 3600.0  # a journal with no begin record yet may be another pr
 
 def append_record(home: Path, record: dict[str, Any]) -> None:
     """Append one record to the history and fsync it; on a line of its own."""
+    from memdir.safe_open import open_append
+
     home.mkdir(parents=True, exist_ok=True)
-    fd = os.open(home / HISTORY_FILE, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = open_append(home / HISTORY_FILE, read=True)
     try:
         size = os.fstat(fd).st_size
         torn = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
@@ -79,10 +86,15 @@ def journalled(md: Memdir, plan: dict[str, Any], first: Sequence[Path], at: date
     the write; the begin record precedes any change, the complete record follows the last.
     An exception leaves the plan interrupted (undo puts it back)."""
     from memdir.journal import recording
+    from memdir.safe_open import real_folder
 
     plan_id = _plan_id(at)
     roots = [d.path for d in md._dirs()]
-    with recording(md.home / HISTORY_DIR / plan_id, roots, first):
+    md.home.mkdir(parents=True, exist_ok=True)
+    # A real history/ folder (UnsafeFileError if a symlink): journals are never written, nor
+    # later read back by undo, anywhere but in the home.
+    folder = real_folder(md.home, HISTORY_DIR, create=True) or md.home / HISTORY_DIR
+    with recording(folder / plan_id, roots, first):
         append_record(md.home, {"begin": plan_id, "at": format_time(at), "by": by,
                                 "plan": plan})
         yield plan_id
@@ -113,8 +125,10 @@ def _prune(home: Path) -> None:
 def history(home_dir: Any) -> list[dict[str, Any]]:
     """The applied plans, oldest first: ``id``, ``at``, ``plan``, ``undone`` and
     ``interrupted`` (begun, never completed)."""
+    from memdir.safe_open import HISTORY_LOG, read_file
+
     try:
-        lines = (Path(home_dir) / HISTORY_FILE).read_bytes().splitlines()
+        lines = read_file(Path(home_dir) / HISTORY_FILE, HISTORY_LOG).splitlines()
     except FileNotFoundError:
         return []
     records: list[dict[str, Any]] = []
@@ -158,8 +172,8 @@ def undo_last(md: Memdir, at: datetime) -> dict[str, Any] | None:
     if "before" in record:
         _undo_inline(md, record)
     else:
-        folder = md.home / HISTORY_DIR / record["id"]
-        if not folder.is_dir():
+        folder = _journal_folder(md.home, record["id"])
+        if folder is None:
             from memdir.errors import MemoryNotFoundError
 
             raise MemoryNotFoundError(
@@ -168,7 +182,7 @@ def undo_last(md: Memdir, at: datetime) -> dict[str, Any] | None:
                 "undone; nothing was changed",
                 "restore the memory directory from version control or a backup if you need "
                 "the state before that plan")
-        record = {**record, "kept": _undo_journal(folder)}
+        record = {**record, "kept": _undo_journal(folder, _own_dirs(md))}
     md.reconcile()
     append_record(md.home, {"undo": record["id"], "at": format_time(at)})
     return record
@@ -179,14 +193,58 @@ def _undo_inline(md: Memdir, record: dict[str, Any]) -> None:
     from memdir.errors import MemdirError
     from memdir.files import atomic_write
 
+    own = _own_dirs(md)
+    before = record["before"] if isinstance(record["before"], list) else []
+    # Every target is checked before anything is written: a hand-edited record that names a
+    # file outside memdir's directories undoes nothing at all.
+    targets = [(_inside_own(own, entry.get("file")), entry.get("text"))
+               for entry in before if isinstance(entry, dict)]
     for ref in record.get("created", []):  # gathered from logs: archived, not deleted
         with contextlib.suppress(MemdirError):
             md.archive(ref)
-    for before in record["before"]:  # the exact bytes each file had before the plan
-        atomic_write(Path(before["file"]), before["text"])
+    for target, text in targets:  # the exact bytes each file had before the plan
+        if isinstance(text, str):
+            atomic_write(target, text)
 
 
-def _undo_journal(folder: Path) -> list[str]:
+def _own_dirs(md: Memdir) -> list[str]:
+    """The directories undo may write in: the home and the project's memory directories."""
+    return [os.path.abspath(p) for p in (md.home, *(d.path for d in md._dirs()))]
+
+
+def _inside_own(own: list[str], name: object) -> Path:
+    """``name`` (an absolute path from the history) if it lies inside one of ``own``, checked
+    by :func:`memdir.paths.safe_join` (no '..', no symlink out); PathTraversalError if not."""
+    from memdir.errors import PathTraversalError
+    from memdir.paths import safe_join
+
+    if isinstance(name, str) and "\0" not in name:
+        path = os.path.normpath(os.path.abspath(name))
+        for base in own:
+            if path.startswith(base + os.sep):
+                return safe_join(Path(base), os.path.relpath(path, base))
+    raise PathTraversalError(
+        f"{HISTORY_FILE} names {name!r}, outside memdir's directories, as a file to put back; "
+        "undo writes only inside the memdir home and the project's memory directories, so "
+        "nothing was changed",
+        f"remove that line from {HISTORY_FILE} (someone edited it), or run undo from the "
+        "project the plan was applied in")
+
+
+def _journal_folder(home: Path, plan_id: str) -> Path | None:
+    """``history/<plan_id>`` if it is there; never a folder an edited id leads elsewhere."""
+    from memdir.errors import PathTraversalError
+    from memdir.safe_open import real_folder
+
+    if not _PLAN_ID.match(plan_id):
+        raise PathTraversalError(
+            f"{HISTORY_FILE} names the plan {plan_id!r}, which is not an id memdir writes, so "
+            "its journal is not read and nothing was changed",
+            f"remove that line from {home / HISTORY_FILE} (someone edited it)")
+    return real_folder(home, HISTORY_DIR, plan_id)
+
+
+def _undo_journal(folder: Path, own: list[str]) -> list[str]:
     """Restore every journalled file; the files left as they are (with why), if any."""
     from memdir.errors import MemdirError, warn
     from memdir.journal import pause, pause_after, read_journal
@@ -195,7 +253,7 @@ def _undo_journal(folder: Path) -> list[str]:
     limit, restored = pause_after(), 0
     for entry in reversed(read_journal(folder)):
         try:
-            why = _restore(entry)
+            why = _restore(entry, own)
         except (MemdirError, OSError, ValueError) as exc:
             why = getattr(exc, "message", None) or str(exc)
         if why is True:
@@ -208,7 +266,7 @@ def _undo_journal(folder: Path) -> list[str]:
     return kept
 
 
-def _restore(entry: dict[str, Any]) -> bool | str:
+def _restore(entry: dict[str, Any], own: list[str]) -> bool | str:
     """One file back as the journal saw it before the plan: True if that changed it, False
     if it already was, else why it was left as it is."""
     import base64
@@ -216,6 +274,10 @@ def _restore(entry: dict[str, Any]) -> bool | str:
     from memdir.files import atomic_write
     from memdir.paths import safe_join
 
+    where = os.path.normpath(os.path.abspath(entry["dir"]))
+    if not any(where == base or where.startswith(base + os.sep) for base in own):
+        return ("its directory is not one of memdir's memory directories here (undo "
+                "writes only inside the memdir home and this project's memory directories)")
     base = Path(entry["dir"])
     if os.path.realpath(base) != entry.get("real"):
         return "its directory was moved or replaced by a symlink since the plan"
@@ -246,15 +308,11 @@ def _restore(entry: dict[str, Any]) -> bool | str:
 
 def _read(path: Path) -> bytes | None:
     """A regular file's bytes (bounded, not through a symlink); None for anything else."""
-    from stat import S_ISREG
-
+    from memdir.errors import UnsafeFileError
     from memdir.journal import MAX_IMAGE
+    from memdir.safe_open import read_head
 
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
+        return read_head(path, MAX_IMAGE + 1)[0]
+    except (OSError, UnsafeFileError):
         return None
-    with os.fdopen(fd, "rb") as fh:
-        if not S_ISREG(os.fstat(fh.fileno()).st_mode):
-            return None
-        return fh.read(MAX_IMAGE + 1)

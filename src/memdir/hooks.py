@@ -73,10 +73,14 @@ def _home() -> Path:
 def _log(event: str, message: str) -> None:
     """Append one line to the hook log; never raises."""
     try:
-        logs = _home() / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
+        from memdir.safe_open import open_append, real_folder
+
+        home = _home()
+        home.mkdir(parents=True, exist_ok=True)
+        # Never through a symlinked logs/ or hooks.log: the line would land in another file.
+        logs = real_folder(home, "logs", create=True) or home / "logs"
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
-        with open(logs / "hooks.log", "a", encoding="utf-8") as fh:
+        with os.fdopen(open_append(logs / "hooks.log"), "a", encoding="utf-8") as fh:
             fh.write(f"{stamp} [{os.getpid()}] {event}: {message}\n")
     except Exception:  # the log is best effort; the agent must not notice
         pass

@@ -17,7 +17,8 @@ Invariants:
   reinforces an existing one, ``logs/.consumed.json``, ``MEMORY.md``...).
 - The first line for a file wins: it is the state before the plan. A torn last line (a kill
   mid-append) is skipped: its file was not touched yet.
-- Before-images are read with a bound (:data:`MAX_IMAGE`) and never through a symlink.
+- Before-images are read with a bound (:data:`MAX_IMAGE`) and never through a symlink; a
+  journal is read back through :mod:`memdir.safe_open` (bounded, not through a symlink).
 - Test-only: ``MEMDIR_TEST_PAUSE_AFTER=N`` makes a plan pause (sleep, after saying so on
   stderr) once N files were written, with the next file's before-image already journalled:
   the tests kill the process there to check that undo recovers from a kill at any point.
@@ -123,8 +124,14 @@ def _image(path: Path) -> dict[str, Any]:
                               "for undo; nothing further was changed",
                               "move it out of the memory directory, then run the command "
                               "again")
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    # O_NONBLOCK: a FIFO swapped in since the lstat is refused by fstat, not waited on.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     with os.fdopen(fd, "rb") as fh:
+        if not S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise MemoryFileError(f"{path} is not a regular file, so no copy of it can be "
+                                  "kept for undo; nothing further was changed",
+                                  "move it out of the memory directory, then run the "
+                                  "command again")
         data = fh.read(MAX_IMAGE + 1)
     if len(data) > MAX_IMAGE:
         raise MemoryFileError(f"{path} is over {MAX_IMAGE // 2**20} MiB, too large to keep a "
@@ -179,9 +186,10 @@ def recording(folder: Path, roots: Sequence[Path],
 
 def read_journal(folder: Path) -> list[dict[str, Any]]:
     """The journalled files of a plan, first image of each, in the order they were touched."""
-    try:
-        with open(folder / JOURNAL_FILE, "rb") as fh:
-            lines = fh.read().splitlines()
+    from memdir.safe_open import PLAN_JOURNAL, read_file
+
+    try:  # bounded, never through a symlink or from a FIFO: the home may have been edited
+        lines = read_file(folder / JOURNAL_FILE, PLAN_JOURNAL).splitlines()
     except FileNotFoundError:
         return []
     out: dict[tuple[str, str], dict[str, Any]] = {}

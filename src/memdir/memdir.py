@@ -25,7 +25,7 @@ from memdir.errors import InvalidMemoryError, MemoryNotFoundError, PathTraversal
 from memdir.index import Index
 from memdir.injection import Injection
 from memdir.model import SCOPES, Hit, Memory, Problem, Scope, Stats, now, parse_time
-from memdir.paths import find_git_roots, project_key, safe_join
+from memdir.paths import find_git_roots, project_key, real_join, safe_join
 from memdir.search import list_memories, run_search
 from memdir.taxonomy import get_taxonomy
 from memdir.team import Team
@@ -73,13 +73,13 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
     # -- directories -------------------------------------------------------------------------
 
     def directory(self, scope: Scope) -> st.MemoryDir:
-        """The memory directory of a scope. The team directory is vetted: it must not leave
-        the repository through a symlink (PathTraversalError)."""
+        """The memory directory of a scope. The team directory is vetted: it must not be or
+        pass a symlink, not even to a folder of the repository (PathTraversalError)."""
         if scope not in SCOPES:
             raise InvalidMemoryError(f"unknown scope {scope!r}", "use user, project or team")
         path = self._paths[scope]
         if scope == "team" and self.server is None:
-            path = safe_join(self.roots.worktree, ".memdir/team")
+            path = real_join(self.roots.worktree, ".memdir/team")
         tax = get_taxonomy(self.config.taxonomy_for(scope, self.roots.canonical))
         return st.MemoryDir(scope, path, tax)
 

@@ -82,8 +82,10 @@ def _section(md: Memdir) -> str:
 def write_user_profile(md: Memdir, path: str | Path) -> Path:
     """Write (or refresh) memdir's ``## User Profile`` section in ``path``."""
     target = Path(path)
-    try:
-        current = target.read_text(encoding="utf-8")
+    from memdir.safe_open import AGENT_FILE, read_file
+
+    try:  # bounded, never from a FIFO: a committed CLAUDE.md can be anything
+        current = read_file(target, AGENT_FILE, follow=True).decode("utf-8")
     except FileNotFoundError:
         current = ""
     section = _section(md)

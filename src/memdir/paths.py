@@ -31,6 +31,7 @@ __all__ = [
     "default_home",
     "find_git_roots",
     "project_key",
+    "real_join",
     "safe_join",
     "xdg_dir",
 ]
@@ -96,10 +97,28 @@ def find_git_roots(start: Path) -> GitRoots:
     return GitRoots(start, start, False)
 
 
-def _canonical_from_gitfile(worktree: Path, dotgit: Path) -> Path:
+_GITFILE_MAX = 4096  # "gitdir: <path>\n": a path, never a long file
+
+
+def _small_file(path: Path) -> str | None:
+    """A ``.git`` or ``commondir`` file's text: None unless a regular file (a FIFO is never
+    waited on) of at most a path's length, as UTF-8 without NUL. These are in repositories
+    anyone may have committed to."""
+    from memdir.errors import UnsafeFileError
+    from memdir.safe_open import read_head
+
     try:
-        line = dotgit.read_text(encoding="utf-8").strip()
-    except OSError:
+        data, st = read_head(path, _GITFILE_MAX + 1, follow=True)
+        if st.st_size > _GITFILE_MAX or len(data) > _GITFILE_MAX or b"\0" in data:
+            return None
+        return data.decode("utf-8").strip()
+    except (OSError, UnsafeFileError, UnicodeDecodeError):
+        return None
+
+
+def _canonical_from_gitfile(worktree: Path, dotgit: Path) -> Path:
+    line = _small_file(dotgit)
+    if line is None:
         return worktree
     if not line.startswith("gitdir:"):
         return worktree
@@ -109,10 +128,10 @@ def _canonical_from_gitfile(worktree: Path, dotgit: Path) -> Path:
     commondir_file = gitdir / "commondir"
     if not commondir_file.is_file():
         return worktree  # a submodule: its own checkout is its root
-    try:
-        common = Path(commondir_file.read_text(encoding="utf-8").strip())
-    except OSError:
+    text = _small_file(commondir_file)
+    if text is None:
         return worktree
+    common = Path(text)
     if not common.is_absolute():
         common = (gitdir / common).resolve()
     # <main>/.git -> <main>; a bare repository is its own root.
@@ -222,3 +241,22 @@ def safe_join(base: Path, relative: str, *, real_base: str | None = None,
             f"path {relative!r} resolves through a symlink to {real}, outside {real_base}"
         )
     return Path(joined)
+
+
+def real_join(base: Path, relative: str) -> Path:
+    """:func:`safe_join`, and no part of ``relative`` that exists is a symlink: for a folder
+    memdir made itself in a repository (``.memdir/team``), where a committed symlink, even to
+    another folder of the same repository, would lead reads and writes somewhere memdir
+    never put them. PathTraversalError otherwise."""
+    joined = safe_join(base, relative)
+    path = Path(os.path.normpath(os.path.abspath(base)))
+    for part in Path(relative).parts:
+        path = path / part
+        try:
+            if S_ISLNK(os.lstat(path).st_mode):
+                raise PathTraversalError(
+                    f"{path} is a symlink (to {os.readlink(path)!r}); memdir does not follow "
+                    "a symlink it did not make, so it is not used")
+        except FileNotFoundError:
+            break
+    return joined

@@ -148,6 +148,7 @@ def doctor(md: Memdir, dirs: Sequence[MemoryDir]) -> list[Problem]:
         problems.extend(_unsafe_problems(mdir, listed))
     problems.extend(stale.values())
     problems.extend(_interrupted_plans(md))
+    problems.extend(_unsafe_home_files(md))
     return problems
 
 
@@ -163,15 +164,35 @@ def _stale_temp_problems(md: Memdir, dirs: Sequence[MemoryDir]) -> dict[str, Pro
         "or delete it") for t in stale_temps([d.path for d in dirs], md.home)}
 
 
+def _unsafe_home_files(md: Memdir) -> list[Problem]:
+    """A symlink or a special file where memdir keeps a file of its own in the home (the
+    history is checked by :func:`_interrupted_plans`): skipped by every command."""
+    from memdir.dream import LOCK_FILE
+    from memdir.safe_open import unsafe_entries
+    from memdir.usage_queue import QUEUE_NAME
+
+    names = [QUEUE_NAME, LOCK_FILE, f"{LOCK_FILE}.guard", "config.toml"]
+    return [Problem("unsafe-file", str(path), message, hint)
+            for path, message, hint in unsafe_entries(md.home, names, {}, {})]
+
+
 def _interrupted_plans(md: Memdir) -> list[Problem]:
+    from memdir.errors import UnsafeFileError
     from memdir.history import HISTORY_FILE, history
 
+    try:
+        plans = history(md.home)
+    except UnsafeFileError as exc:  # a FIFO, a symlink or a huge file at history.jsonl
+        return [Problem("unsafe-file", str(md.home / HISTORY_FILE), exc.message, exc.hint)]
+    except OSError as exc:
+        return [Problem("unsafe-file", str(md.home / HISTORY_FILE), f"cannot read it: {exc}",
+                        f"check the permissions of {md.home / HISTORY_FILE}")]
     return [Problem("interrupted-plan", str(md.home / HISTORY_FILE),
                     f"the consolidation plan {r['id']} was interrupted after changing some "
                     "files (each file is whole, but the plan is half done)",
                     "run `memdir undo` to put every file it touched back, then `memdir "
                     "consolidate --yes` to plan again")
-            for r in history(md.home) if r.get("interrupted") and not r["undone"]]
+            for r in plans if r.get("interrupted") and not r["undone"]]
 
 
 def _secret_problems(conn: sqlite3.Connection, mdir: MemoryDir) -> list[Problem]:

@@ -12,6 +12,9 @@ Invariants:
   that grows meanwhile is refused too. :func:`read_head` reads a bounded head on purpose.
 - What is refused raises :class:`UnsafeFileError` (a missing file: ``FileNotFoundError``),
   and the file is left exactly as it was: nothing here writes, renames or removes.
+- A file memdir appends to (the history of plans, the hook log) is opened by
+  :func:`open_append` the same way, ``O_CREAT`` included: a symlink or a FIFO planted at the
+  name is refused, never appended through or waited on.
 - A file memdir did not write is never replaced unless it is a regular file
   (:func:`check_replaceable`), and folders below a memory directory are made or entered only
   if they are real folders (:func:`real_folder`): a symlinked ``logs`` is never written
@@ -33,9 +36,10 @@ from pathlib import Path
 
 from memdir.errors import UnsafeFileError
 
-__all__ = ["CONFIG_FILE", "CONSUMED_STATE", "DAILY_LOG", "IMPORT_FILE", "INDEX_FILE", "MEMORY_FILE",
-           "NOT_REGULAR_FIX", "OVERFLOW_PAGE", "PULL_RECORD", "Cap", "check_replaceable",
-           "describe", "read_file", "read_head", "read_text", "real_folder", "unsafe_entries"]
+__all__ = ["AGENT_FILE", "CONFIG_FILE", "CONSUMED_STATE", "DAILY_LOG", "HISTORY_LOG",
+           "IMPORT_FILE", "INDEX_FILE", "MEMORY_FILE", "NOT_REGULAR_FIX", "OVERFLOW_PAGE",
+           "PLAN_JOURNAL", "PULL_RECORD", "Cap", "check_replaceable", "describe", "open_append",
+           "read_file", "read_head", "read_text", "real_folder", "unsafe_entries"]
 
 _FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -71,6 +75,19 @@ CONFIG_FILE = Cap("settings file", 1 << 20, "keep config.toml to the settings me
 PULL_RECORD = Cap("pull record", 64 << 10,
                   "remove the last-pull file: the next pull writes it again")
 
+# An agent's settings.json or instructions file (CLAUDE.md): in a repository, committed by
+# anyone, so read bounded and never from a FIFO; the user may symlink theirs (followed).
+AGENT_FILE = Cap("agent settings or instructions file", 16 << 20,
+                 "shorten the file or move it away, then run the command again")
+# One JSON line per applied plan (a few KB): tens of thousands of plans fit.
+HISTORY_LOG = Cap("history file", 64 << 20,
+                  "move history.jsonl out of the memdir home: a new one is started (undo then "
+                  "cannot go back past it)")
+# One before-image (at most 8 MiB, base64) per file a plan touched.
+PLAN_JOURNAL = Cap("plan journal", 256 << 20,
+                   "remove that plan's folder under history/ (that plan can then no longer be "
+                   "undone)")
+
 NOT_REGULAR_FIX = "remove it or replace it with a regular file"
 
 
@@ -96,15 +113,21 @@ def _refuse(path: Path | str, what: str) -> UnsafeFileError:
                            NOT_REGULAR_FIX)
 
 
-def _open(path: Path | str, follow: bool) -> tuple[int, os.stat_result]:
+def _open(path: Path | str, follow: bool, flags: int = _FLAGS,
+          mode: int = 0o644) -> tuple[int, os.stat_result]:
     """A descriptor of the regular file at ``path`` and its stat; the caller closes it."""
     try:
-        fd = os.open(path, _FLAGS | (0 if follow else _NOFOLLOW))
+        fd = os.open(path, flags | (0 if follow else _NOFOLLOW), mode)
     except OSError as exc:
         if exc.errno == errno.ELOOP and not follow:
             raise _refuse(path, "a symlink") from None
-        if exc.errno == errno.ENXIO:  # a socket, or a device with nothing behind it
-            raise _refuse(path, "not a regular file") from None
+        if exc.errno == errno.ENXIO:  # a socket, a device with nothing behind it, or a
+            # FIFO opened for writing with no reader
+            try:
+                what = describe(os.lstat(path).st_mode)
+            except OSError:
+                what = None
+            raise _refuse(path, what or "not a regular file") from None
         raise
     try:
         st = os.fstat(fd)
@@ -151,14 +174,25 @@ def read_text(path: Path | str, cap: Cap) -> str:
     return read_file(path, cap).decode("utf-8")
 
 
-def read_head(path: Path | str, limit: int) -> tuple[bytes, os.stat_result]:
-    """The first ``limit`` bytes of the regular file at ``path`` (never through a symlink)
-    and its stat: for files of which only the head matters."""
-    fd, st = _open(path, False)
+def read_head(path: Path | str, limit: int, *,
+              follow: bool = False) -> tuple[bytes, os.stat_result]:
+    """The first ``limit`` bytes of the regular file at ``path`` (never through a symlink,
+    unless ``follow``) and its stat: for files of which only the head matters."""
+    fd, st = _open(path, follow)
     try:
         return _read(fd, limit), st
     finally:
         os.close(fd)
+
+
+def open_append(path: Path | str, *, read: bool = False, mode: int = 0o644) -> int:
+    """A descriptor appending to the regular file at ``path`` (made when missing; readable
+    too if ``read``); UnsafeFileError if a symlink, a FIFO or any other special file is at
+    the name. The caller closes it."""
+    flags = ((os.O_RDWR if read else os.O_WRONLY) | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK
+             | getattr(os, "O_CLOEXEC", 0))
+    fd, _ = _open(path, False, flags, mode)
+    return fd
 
 
 def check_replaceable(path: Path) -> None:

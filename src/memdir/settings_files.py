@@ -29,8 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memdir import safe_open as _safe
 from memdir.codex_toml import toml_drop, toml_put
-from memdir.errors import ConfigError
+from memdir.errors import ConfigError, UnsafeFileError
 from memdir.files import atomic_write
 from memdir.settings_json import dumps, loads
 
@@ -61,9 +62,11 @@ def read_text(path: Path) -> str | None:
     try:
         # Bytes, decoded: read_text would turn CRLF line endings into LF, and every byte
         # outside memdir's entries must come back as it was.
-        return path.read_bytes().decode("utf-8")
+        return _safe.read_file(path, _safe.AGENT_FILE, follow=True).decode("utf-8")
     except FileNotFoundError:
         return None
+    except UnsafeFileError as exc:  # a FIFO, a device or a huge file: never waited on
+        raise ConfigError(exc.message, exc.hint) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}",
                           f"check that {path} is a readable UTF-8 text file") from None

@@ -14,8 +14,10 @@ Invariants:
   removed (no links left) and starts a new one.
 - The file is bounded (:data:`MAX_BYTES`): past it, further counts are dropped (and logged).
   Usage counters are a ranking signal, not a ledger; a full queue must not fill a disk.
-- The file is opened with ``O_NOFOLLOW``: a symlink planted in its place is never written
-  through. Lines that are not well-formed (a torn write, a hand edit) are skipped.
+- The file is opened with ``O_NOFOLLOW | O_NONBLOCK`` and used only if ``fstat`` says it is
+  a regular file: a symlink planted in its place is never written through, and a FIFO is
+  never waited on (it would hang every read and write of the index). Lines that are not
+  well-formed (a torn write, a hand edit) are skipped.
 - Never raises: usage must not fail a read or a write.
 """
 
@@ -26,6 +28,7 @@ import errno
 import json
 import os
 import sqlite3
+import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -35,7 +38,8 @@ __all__ = ["MAX_BYTES", "QUEUE_NAME", "append", "drained"]
 
 QUEUE_NAME = "usage-pending.jsonl"
 MAX_BYTES = 1 << 20  # ~10,000 reads' worth of counts
-_FLAGS = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_FLAGS = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | os.O_NONBLOCK
+_NOT_REGULAR = "memdir: %s is not a regular file (a FIFO?): usage counters not %s (remove it)"
 
 _APPLY = (
     "INSERT INTO usage (dir, id, access_count, last_accessed) "
@@ -63,6 +67,10 @@ def append(path: Path, items: Iterable[tuple[str, str]], stamp: str) -> bool:
             note("memdir: usage counters lost: cannot open %s (%s)", path, exc)
             return False
         try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):  # checked before the lock: flock would wait
+                note(_NOT_REGULAR, path, "queued")
+                return False
             _lock(fd)
             info = os.fstat(fd)
             if info.st_nlink == 0:
@@ -129,6 +137,9 @@ def _apply(fd: int, path: Path, conn: sqlite3.Connection, rekey: str) -> int | N
     """Lock the queue and apply it in the open transaction; how many counts (None: nothing
     to remove, or not applied)."""
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            note(_NOT_REGULAR, path, "applied")
+            return None
         _lock(fd)
         if os.fstat(fd).st_nlink == 0:  # another process drained it first
             return None

@@ -56,7 +56,10 @@ def load_or_create_token(home: Path) -> str:
         print(f"memdir serve: warning: {path} was readable by others (mode {mode:o}); "
               "set it to 0600", file=sys.stderr)
         path.chmod(0o600)
-    token = path.read_text(encoding="utf-8", errors="replace").strip()
+    from memdir.safe_open import read_head
+
+    # Bounded, never from a FIFO planted at the name (UnsafeFileError says how to fix it).
+    token = read_head(path, 4096, follow=True)[0].decode("utf-8", "replace").strip()
     if len(token) < _MIN_LENGTH or not token.isprintable() or " " in token:
         raise ConfigError(f"the server token in {path} is not usable (empty, too short or "
                           "not printable)",

@@ -172,12 +172,16 @@ def log_fault(log_dir: Path | None, where: str, exc: BaseException) -> None:
         return
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    from memdir.errors import UnsafeFileError
+    from memdir.safe_open import open_append
+
     try:
         log_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(log_dir / "server.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        # Never through a symlink, never waiting on a FIFO planted at the name.
+        fd = open_append(log_dir / "server.log", mode=0o600)
         with os.fdopen(fd, "a", encoding="utf-8") as fh:
             fh.write(f"{stamp} {where}\n{text}\n")
-    except OSError:
+    except (OSError, UnsafeFileError):
         pass
 
 
