@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, cast
 
 from memdir.arguments import scrub
-from memdir.files import generated_index, read_index_stat
+from memdir.files import INDEX_MARKER, generated_index, read_index_stat
 from memdir.listing import written_by_memdir
 from memdir.model import Scope
 
@@ -33,13 +33,16 @@ def _index_text(conn: sqlite3.Connection, mdir: MemoryDir) -> str:
     check (it costs a hook ~10 ms; the stat comparison nothing)."""
     text, st = read_index_stat(mdir.path)
     ours = bool(text) and written_by_memdir(conn, mdir.key, st)
-    if "<" in text:
+    generated = generated_index(text)
+    # memdir's own marker line is a "<" in every MEMORY.md: only another one can open a span
+    # (compiling the span pattern costs every session start a few ms).
+    if "<" in (text.replace(INDEX_MARKER, "", 1) if generated else text):
         from memdir.safety import strip_private  # off the start-up path
 
         # memdir's own holds one entry a line, from rows without private spans: a file name
         # such as ``fact_<private>x.md`` costs only its own line. A hand-written one is
         # stripped as a whole (a span may run over several lines).
-        text = ("\n".join(map(strip_private, text.split("\n"))) if generated_index(text)
+        text = ("\n".join(map(strip_private, text.split("\n"))) if generated
                 else strip_private(text))
     if not text or ours:
         return text
