@@ -1,0 +1,496 @@
+"""Held-out secret corpus: secrets and look-alikes written before the detector's rules were read.
+
+``bench/secrets_corpus.py`` was written alongside the rules, so its numbers are in-sample. This
+corpus was written from the providers' published token formats and from what developers paste
+into notes (env files, YAML, JSON, TOML, shell, curl, connection strings, prose) without looking
+at ``memdir.secret_rules`` or ``memdir.secrets``; it measures how the detector generalises.
+
+Invariants: no live-looking key is committed. Every random part is drawn at run time from
+``random.Random(seed)``, so the same seed gives the same corpus and the file holds only the
+shapes. Every entry is labelled with its provider or kind and whether it is a secret.
+
+Decisions on the ambiguous cases (documented, not guessed per string):
+- A signed JWT is a bearer credential: secret, wherever it appears.
+- AWS's published example keys (``AKIAIOSFODNN7EXAMPLE``, ``wJalrXUtnFEMI/K7MDENG/...EXAMPLEKEY``)
+  and values made of placeholder characters (``xxxx``, ``XXXX``, ``****``, ``<token>``,
+  ``${VAR}``, template expressions, environment look-ups) are not secrets.
+- Public keys, certificates without a private key, publishable keys meant for browsers
+  (Stripe ``pk_``) and hashes of public content are not secrets.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import random
+import string
+import uuid
+from dataclasses import dataclass
+
+SEED = 20261127
+
+_UPPER = string.ascii_uppercase
+_LOWER = string.ascii_lowercase
+_DIGITS = string.digits
+_ALNUM = _UPPER + _LOWER + _DIGITS
+_HEX = "0123456789abcdef"
+_B64 = _ALNUM + "+/"
+_URLSAFE = _ALNUM + "-_"
+_B32 = _UPPER + "234567"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One labelled text: ``kind`` names the provider or look-alike family."""
+
+    kind: str
+    text: str
+    secret: bool
+
+
+class _Gen:
+    """Random parts of the corpus, all drawn from one seeded generator."""
+
+    def __init__(self, seed: int) -> None:
+        self.r = random.Random(seed)
+
+    def chars(self, alphabet: str, n: int) -> str:
+        return "".join(self.r.choice(alphabet) for _ in range(n))
+
+    def hex(self, n: int) -> str:
+        return self.chars(_HEX, n)
+
+    def alnum(self, n: int) -> str:
+        return self.chars(_ALNUM, n)
+
+    def lower_alnum(self, n: int) -> str:
+        return self.chars(_LOWER + _DIGITS, n)
+
+    def upper_alnum(self, n: int) -> str:
+        return self.chars(_UPPER + _DIGITS, n)
+
+    def urlsafe(self, n: int) -> str:
+        return self.chars(_URLSAFE, n)
+
+    def b64(self, n: int) -> str:
+        return self.chars(_B64, n)
+
+    def digits(self, n: int) -> str:
+        return self.r.choice("123456789") + self.chars(_DIGITS, n - 1)
+
+    def uuid(self) -> str:
+        return str(uuid.UUID(int=self.r.getrandbits(128), version=4))
+
+    def password(self, n: int = 16) -> str:
+        """A human-made-looking strong password: letters, digits and a few symbols."""
+        body = [self.r.choice(_ALNUM) for _ in range(n)]
+        for _ in range(2):
+            body[self.r.randrange(n)] = self.r.choice("!@#%^*-_+=")
+        body[self.r.randrange(n)] = self.r.choice(_DIGITS)
+        return "".join(body)
+
+    def raw_b64(self, nbytes: int) -> str:
+        return base64.b64encode(self.r.randbytes(nbytes)).decode()
+
+    def pem_body(self, nbytes: int) -> str:
+        text = self.raw_b64(nbytes)
+        return "\n".join(text[i:i + 64] for i in range(0, len(text), 64))
+
+    def checksummed(self, prefix: str, n: int) -> str:
+        """GitHub/npm style: random base62 body plus a base62 CRC32 of it (6 characters)."""
+        body = self.alnum(n)
+        crc = binascii.crc32(body.encode())
+        base62 = _DIGITS + _UPPER + _LOWER
+        tail = ""
+        while crc:
+            crc, rem = divmod(crc, 62)
+            tail = base62[rem] + tail
+        return prefix + body + tail.rjust(6, "0")
+
+    def jwt(self, claims: dict[str, object]) -> str:
+        def enc(obj: object) -> str:
+            return base64.urlsafe_b64encode(json.dumps(obj, separators=(",", ":")).encode()) \
+                .decode().rstrip("=")
+        header = enc({"alg": "HS256", "typ": "JWT"})
+        return f"{header}.{enc(claims)}.{self.urlsafe(43)}"
+
+
+def _secrets(g: _Gen) -> list[tuple[str, str]]:
+    aws_id = "AKIA" + g.chars(_B32, 16)
+    aws_secret = g.b64(40)
+    gcp_sa = json.dumps({
+        "type": "service_account",
+        "project_id": "billing-prod-" + g.digits(6),
+        "private_key_id": g.hex(40),
+        "private_key": "-----BEGIN PRIVATE KEY-----\n" + g.pem_body(600) + "\n-----END PRIVATE KEY-----\n",
+        "client_email": "deployer@billing-prod.iam.gserviceaccount.com",
+        "client_id": g.digits(21),
+    }, indent=2)
+    pg_pw = g.password(18)
+    docker_auth = base64.b64encode(f"ci-bot:{g.password(20)}".encode()).decode()
+    k8s_pw = base64.b64encode(g.password(24).encode()).decode()
+    k8s_key = base64.b64encode(("sk_live_" + g.alnum(24)).encode()).decode()
+    basic = base64.b64encode(f"admin:{g.password(14)}".encode()).decode()
+    openssh = g.pem_body(300)
+    out: list[tuple[str, str]] = [
+        # --- cloud -----------------------------------------------------------------------
+        ("aws-env", f"AWS_ACCESS_KEY_ID={aws_id}\nAWS_SECRET_ACCESS_KEY={aws_secret}"),
+        ("aws-credentials-file", f"[prod]\naws_access_key_id = {'AKIA' + g.chars(_B32, 16)}\n"
+                                 f"aws_secret_access_key = {g.b64(40)}\nregion = eu-west-1"),
+        ("aws-secret-only", f"export AWS_SECRET_ACCESS_KEY=\"{g.b64(40)}\""),
+        ("aws-session", f"aws_session_token = {'IQoJb3JpZ2luX2VjE' + g.b64(300)}"),
+        ("aws-asia-prose", f"Temporary creds for the migration: {'ASIA' + g.chars(_B32, 16)} / "
+                           f"{g.b64(40)} (expire tonight)"),
+        ("aws-cli-configure", f"aws configure set aws_secret_access_key {g.b64(40)} --profile ci"),
+        ("gcp-service-account", gcp_sa),
+        ("gcp-api-key", f"GOOGLE_MAPS_API_KEY=AIza{g.urlsafe(35)}"),
+        ("gcp-api-key-url", f"curl 'https://maps.googleapis.com/maps/api/geocode/json?address=x"
+                            f"&key=AIza{g.urlsafe(35)}'"),
+        ("azure-storage", f"AZURE_STORAGE_CONNECTION_STRING=\"DefaultEndpointsProtocol=https;"
+                          f"AccountName=assetsprod;AccountKey={g.raw_b64(64)};"
+                          f"EndpointSuffix=core.windows.net\""),
+        ("azure-client-secret", f"azure:\n  tenant_id: {g.uuid()}\n  client_id: {g.uuid()}\n"
+                                f"  client_secret: {g.alnum(3)}8Q~{g.urlsafe(34)}"),
+        ("azure-sas", f"https://assetsprod.blob.core.windows.net/uploads?sv=2022-11-02&ss=b&srt=co"
+                      f"&sp=rwdlac&se=2027-01-01T00:00:00Z&spr=https&sig={g.raw_b64(32).replace('+', '%2B')}"),
+        ("azure-devops-pat", f"AZURE_DEVOPS_EXT_PAT={g.chars(_LOWER + '234567', 52)}"),
+        ("digitalocean", f"DIGITALOCEAN_ACCESS_TOKEN=dop_v1_{g.hex(64)}"),
+        ("digitalocean-oauth", f"doctl auth init -t doo_v1_{g.hex(64)}"),
+        ("linode", f"LINODE_TOKEN={g.hex(64)}"),
+        ("linode-cli", f"[DEFAULT]\ntoken = {g.hex(64)}\nregion = eu-central"),
+        ("hetzner", f"export HCLOUD_TOKEN={g.alnum(64)}"),
+        ("hetzner-tf", f'provider "hcloud" {{\n  token = "{g.alnum(64)}"\n}}'),
+        ("cloudflare-token", f"CLOUDFLARE_API_TOKEN={g.urlsafe(40)}"),
+        ("cloudflare-global-key", f"X-Auth-Email: ops@example.com\nX-Auth-Key: {g.hex(37)}"),
+        ("fastly", f"FASTLY_API_TOKEN={g.urlsafe(32)}"),
+        ("fastly-header", f"curl -H 'Fastly-Key: {g.urlsafe(32)}' https://api.fastly.com/service"),
+        ("vercel", f"VERCEL_TOKEN={g.alnum(24)}"),
+        ("netlify", f"NETLIFY_AUTH_TOKEN=nfp_{g.alnum(36)}"),
+        ("heroku-uuid", f"HEROKU_API_KEY={g.uuid()}"),
+        ("heroku-new", f"heroku token: HRKU-AA{g.urlsafe(58)}"),
+        ("flyio", f"FLY_API_TOKEN=\"FlyV1 fm2_{g.b64(200)}\""),
+        ("flyio-deploy", f"fly deploy --access-token fo1_{g.urlsafe(43)}"),
+        # --- code hosting ----------------------------------------------------------------
+        ("github-pat", f"GITHUB_TOKEN={g.checksummed('ghp_', 30)}"),
+        ("github-oauth", f"gh auth login --with-token <<< {g.checksummed('gho_', 30)}"),
+        ("github-app", f"installation token {g.checksummed('ghs_', 30)} (valid 1h)"),
+        ("github-fine-grained", f"token: github_pat_11{g.upper_alnum(20)}_{g.alnum(59)}"),
+        ("github-git-url", f"git remote set-url origin https://{g.checksummed('ghp_', 30)}"
+                           f"@github.com/acme/infra.git"),
+        ("gitlab-pat", f"GITLAB_TOKEN=glpat-{g.urlsafe(20)}"),
+        ("gitlab-header", f"curl --header \"PRIVATE-TOKEN: glpat-{g.urlsafe(20)}\" "
+                          f"https://gitlab.example.com/api/v4/projects"),
+        ("gitlab-runner", f"gitlab-runner register --token glrt-{g.urlsafe(20)}"),
+        ("gitlab-deploy", f"deploy token gldt-{g.urlsafe(20)} for the registry"),
+        ("bitbucket-app-password", f"BITBUCKET_APP_PASSWORD=ATBB{g.alnum(28)}{g.hex(8).upper()}"),
+        ("atlassian-token", f"JIRA_API_TOKEN=ATATT3xFfGF0{g.urlsafe(180)}={g.hex(8).upper()}"),
+        ("jira-curl", f"curl -u dev@example.com:ATATT3xFfGF0{g.urlsafe(180)}={g.hex(8).upper()} "
+                      f"https://acme.atlassian.net/rest/api/3/myself"),
+        # --- SaaS ------------------------------------------------------------------------
+        ("linear", f"LINEAR_API_KEY=lin_api_{g.alnum(40)}"),
+        ("notion", f'notion = Client(auth="secret_{g.alnum(43)}")'),
+        ("notion-new", f"NOTION_TOKEN=ntn_{g.digits(11)}{g.alnum(35)}"),
+        ("asana", f"ASANA_PAT=2/{g.digits(16)}/{g.digits(16)}:{g.hex(32)}"),
+        ("airtable", f"AIRTABLE_TOKEN=pat{g.alnum(14)}.{g.hex(64)}"),
+        ("shopify", f"SHOPIFY_ACCESS_TOKEN=shpat_{g.hex(32)}"),
+        ("shopify-shared", f"shopify:\n  api_secret: shpss_{g.hex(32)}"),
+        ("square", f"SQUARE_ACCESS_TOKEN=EAAA{g.urlsafe(60)}"),
+        ("square-oauth", f"square oauth secret sq0csp-{g.urlsafe(43)}"),
+        ("paypal-braintree", f"BRAINTREE_TOKEN=access_token$production${g.lower_alnum(16)}${g.hex(32)}"),
+        ("paypal-client-secret", f"PAYPAL_CLIENT_ID=A{g.urlsafe(79)}\nPAYPAL_CLIENT_SECRET=E{g.urlsafe(79)}"),
+        ("braintree-private", f"braintree:\n  merchant_id: {g.lower_alnum(16)}\n"
+                              f"  public_key: {g.lower_alnum(16)}\n  private_key: {g.hex(32)}"),
+        ("stripe-live", f"STRIPE_SECRET_KEY=sk_live_51{g.alnum(97)}"),
+        ("stripe-test", f"stripe.api_key = \"sk_test_51{g.alnum(97)}\""),
+        ("stripe-restricted", f"use rk_live_{g.alnum(24)} for the reporting job"),
+        ("stripe-webhook", f"STRIPE_WEBHOOK_SECRET=whsec_{g.alnum(32)}"),
+        ("twilio", f"TWILIO_ACCOUNT_SID=AC{g.hex(32)}\nTWILIO_AUTH_TOKEN={g.hex(32)}"),
+        ("twilio-api-key", f"twilio api key SK{g.hex(32)} secret {g.alnum(32)}"),
+        ("sendgrid", f"SENDGRID_API_KEY=SG.{g.urlsafe(22)}.{g.urlsafe(43)}"),
+        ("mailgun", f"MAILGUN_API_KEY=key-{g.hex(32)}"),
+        ("mailgun-new", f"mailgun:\n  api_key: {g.hex(32)}-{g.hex(8)}-{g.hex(8)}"),
+        ("mailchimp", f"MAILCHIMP_API_KEY={g.hex(32)}-us{g.r.randint(1, 21)}"),
+        ("postmark", f"curl -H \"X-Postmark-Server-Token: {g.uuid()}\" https://api.postmarkapp.com/email"),
+        ("slack-bot", f"SLACK_BOT_TOKEN=xoxb-{g.digits(12)}-{g.digits(13)}-{g.alnum(24)}"),
+        ("slack-user", f"slack user token xoxp-{g.digits(12)}-{g.digits(12)}-{g.digits(13)}-{g.hex(32)}"),
+        ("slack-app", f"SLACK_APP_TOKEN=xapp-1-A{g.upper_alnum(10)}-{g.digits(13)}-{g.hex(64)}"),
+        ("slack-webhook", f"alerts go to https://hooks.slack.com/services/T{g.upper_alnum(10)}/"
+                          f"B{g.upper_alnum(10)}/{g.alnum(24)}"),
+        ("discord-bot", f"DISCORD_TOKEN=M{g.alnum(25)}.{g.urlsafe(6)}.{g.urlsafe(38)}"),
+        ("discord-webhook", f"https://discord.com/api/webhooks/{g.digits(19)}/{g.urlsafe(68)}"),
+        ("telegram", f"TELEGRAM_BOT_TOKEN={g.digits(10)}:AA{g.urlsafe(33)}"),
+        ("telegram-url", f"curl https://api.telegram.org/bot{g.digits(10)}:AA{g.urlsafe(33)}/getUpdates"),
+        # --- AI / ML ---------------------------------------------------------------------
+        ("openai-project", f"OPENAI_API_KEY=sk-proj-{g.urlsafe(74)}T3BlbkFJ{g.urlsafe(74)}"),
+        ("openai-legacy", f"openai.api_key = 'sk-{g.alnum(20)}T3BlbkFJ{g.alnum(20)}'"),
+        ("openai-svcacct", f"service account key sk-svcacct-{g.urlsafe(74)}T3BlbkFJ{g.urlsafe(74)}"),
+        ("anthropic", f"ANTHROPIC_API_KEY=sk-ant-api03-{g.urlsafe(93)}AA"),
+        ("anthropic-admin", f"admin key: sk-ant-admin01-{g.urlsafe(93)}AA"),
+        ("cohere", f"co = cohere.Client(\"{g.alnum(40)}\")"),
+        ("cohere-env", f"COHERE_API_KEY={g.alnum(40)}"),
+        ("huggingface", f"HF_TOKEN=hf_{g.chars(_UPPER + _LOWER, 34)}"),
+        ("huggingface-cli", f"huggingface-cli login --token hf_{g.chars(_UPPER + _LOWER, 34)}"),
+        ("replicate", f"export REPLICATE_API_TOKEN=r8_{g.alnum(37)}"),
+        ("groq", f"GROQ_API_KEY=gsk_{g.alnum(52)}"),
+        ("mistral", f"MISTRAL_API_KEY={g.alnum(32)}"),
+        ("pinecone", f"PINECONE_API_KEY=pcsk_{g.alnum(5)}_{g.alnum(64)}"),
+        ("pinecone-legacy", f"pinecone.init(api_key=\"{g.uuid()}\", environment=\"us-west1-gcp\")"),
+        ("supabase-service", f"SUPABASE_SERVICE_ROLE_KEY=" + g.jwt(
+            {"iss": "supabase", "ref": g.lower_alnum(20), "role": "service_role", "iat": 1700000000,
+             "exp": 2015576000})),
+        ("supabase-access", f"SUPABASE_ACCESS_TOKEN=sbp_{g.hex(40)}"),
+        ("firebase-fcm", f"FCM_SERVER_KEY=AAAA{g.urlsafe(7)}:APA91b{g.urlsafe(134)}"),
+        # --- observability / ops ---------------------------------------------------------
+        ("sentry-dsn", f"SENTRY_DSN=https://{g.hex(32)}@o{g.digits(6)}.ingest.sentry.io/{g.digits(7)}"),
+        ("sentry-auth", f"SENTRY_AUTH_TOKEN=sntrys_{g.raw_b64(120).rstrip('=')}_{g.urlsafe(43)}"),
+        ("sentry-user", f"sentry-cli --auth-token sntryu_{g.hex(64)} releases list"),
+        ("datadog", f"DD_API_KEY={g.hex(32)}\nDD_APP_KEY={g.hex(40)}"),
+        ("datadog-yaml", f"datadog:\n  apiKey: {g.hex(32)}\n  site: datadoghq.eu"),
+        ("newrelic-user", f"NEW_RELIC_API_KEY=NRAK-{g.upper_alnum(27)}"),
+        ("newrelic-license", f"license_key: {g.hex(36)}NRAL"),
+        ("grafana-cloud", f"GRAFANA_CLOUD_TOKEN=glc_{g.raw_b64(120).rstrip('=')}"),
+        ("grafana-sa", f"grafana service account token glsa_{g.alnum(32)}_{g.hex(8)}"),
+        ("pagerduty", f"PAGERDUTY_TOKEN=u+{g.urlsafe(18)}"),
+        ("pagerduty-header", f"curl -H 'Authorization: Token token={g.urlsafe(20)}' "
+                             f"https://api.pagerduty.com/incidents"),
+        ("okta", f"curl -H \"Authorization: SSWS 00{g.urlsafe(40)}\" https://acme.okta.com/api/v1/users"),
+        ("auth0", f"AUTH0_CLIENT_ID={g.alnum(32)}\nAUTH0_CLIENT_SECRET={g.urlsafe(64)}"),
+        ("doppler", f"DOPPLER_TOKEN=dp.st.prd.{g.alnum(43)}"),
+        ("doppler-personal", f"doppler configure set token dp.pt.{g.alnum(43)}"),
+        ("1password-sa", f"OP_SERVICE_ACCOUNT_TOKEN=ops_eyJ{g.b64(300)}"),
+        ("1password-connect", "OP_CONNECT_TOKEN=" + g.jwt(
+            {"aud": ["com.1password.connect"], "sub": g.lower_alnum(26), "iat": 1700000000})),
+        ("vault", f"VAULT_TOKEN=hvs.{g.urlsafe(24)}"),
+        ("vault-long", f"vault login hvs.CAESI{g.urlsafe(90)}"),
+        ("vault-batch", f"batch token hvb.AAAAAQ{g.urlsafe(130)}"),
+        ("vault-legacy", f"export VAULT_TOKEN=s.{g.alnum(24)}"),
+        # --- package registries ----------------------------------------------------------
+        ("npm", f"NPM_TOKEN={g.checksummed('npm_', 30)}"),
+        ("npmrc", f"//registry.npmjs.org/:_authToken={g.checksummed('npm_', 30)}\nalways-auth=true"),
+        ("npmrc-legacy", f"//npm.pkg.github.com/:_authToken={g.checksummed('ghp_', 30)}"),
+        ("npmrc-auth", f"_auth={base64.b64encode(f'deploy:{g.password(16)}'.encode()).decode()}\n"
+                       f"registry=https://nexus.example.com/repository/npm/"),
+        ("pypirc", f"[pypi]\n  username = __token__\n  password = pypi-AgEIcHlwaS5vcmc{g.urlsafe(150)}"),
+        ("pypi-twine", f"TWINE_PASSWORD=pypi-AgEIcHlwaS5vcmc{g.urlsafe(150)}"),
+        ("rubygems", f"---\n:rubygems_api_key: rubygems_{g.hex(48)}"),
+        ("nuget", f"dotnet nuget push app.nupkg --api-key oy2{g.lower_alnum(43)} "
+                  f"--source https://api.nuget.org/v3/index.json"),
+        ("dockerhub", f"echo dckr_pat_{g.urlsafe(27)} | docker login -u acme --password-stdin"),
+        ("docker-config", json.dumps({"auths": {"https://index.docker.io/v1/": {"auth": docker_auth}}},
+                                     indent=2)),
+        # --- keys ------------------------------------------------------------------------
+        ("openssh-private", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ"
+                            + openssh + "\n-----END OPENSSH PRIVATE KEY-----"),
+        ("rsa-private", "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA" + g.pem_body(900)
+                        + "\n-----END RSA PRIVATE KEY-----"),
+        ("ec-private", "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEI" + g.pem_body(90)
+                       + "\n-----END EC PRIVATE KEY-----"),
+        ("pgp-private", "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQVYBGV" + g.pem_body(700)
+                        + "\n=" + g.b64(4) + "\n-----END PGP PRIVATE KEY BLOCK-----"),
+        ("pem-bundle", "server.pem:\n-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIE" + g.pem_body(500)
+                       + "\n-----END CERTIFICATE-----\n-----BEGIN PRIVATE KEY-----\nMIIEvQIBADAN"
+                       + g.pem_body(900) + "\n-----END PRIVATE KEY-----"),
+        ("encrypted-private", "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIFHDBOBgkqhkiG9w0BBQ0w"
+                              + g.pem_body(800) + "\n-----END ENCRYPTED PRIVATE KEY-----"),
+        ("private-key-escaped", "PRIVATE_KEY=\"-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADAN"
+                                + g.raw_b64(600) + "\\n-----END PRIVATE KEY-----\\n\""),
+        # --- databases and URLs ----------------------------------------------------------
+        ("postgres-url", f"DATABASE_URL=postgres://app:{pg_pw}@db.internal:5432/app"),
+        ("postgres-url-prose", f"connect with postgresql://report_ro:{g.alnum(20)}@10.0.3.12/analytics "
+                               f"for the monthly export"),
+        ("mysql-url", f"mysql://root:{g.password(14)}@127.0.0.1:3306/shop"),
+        ("mongodb-srv", f"MONGO_URI=mongodb+srv://svc-api:{g.alnum(16)}@cluster0.{g.lower_alnum(5)}"
+                        f".mongodb.net/prod?retryWrites=true&w=majority"),
+        ("redis-url", f"REDIS_URL=redis://:{g.alnum(32)}@cache.internal:6379/0"),
+        ("rediss-url", f"rediss://default:{g.alnum(32)}@eu1-cache.upstash.io:6379"),
+        ("amqp-url", f"CELERY_BROKER_URL=amqp://worker:{g.password(16)}@rabbit:5672/vhost"),
+        ("jdbc-postgres", f"spring.datasource.url=jdbc:postgresql://db:5432/app?user=app&password={g.password(14)}"),
+        ("jdbc-sqlserver", f"jdbc:sqlserver://sql.example.com:1433;databaseName=erp;user=sa;password={g.password(16)};"),
+        ("spring-password", f"spring.datasource.password={g.password(18)}"),
+        ("ldap-bind", f"ldapsearch -x -H ldaps://ldap.example.com -D \"cn=admin,dc=example,dc=com\" "
+                      f"-w '{g.password(15)}' -b dc=example,dc=com"),
+        ("ldap-yaml", f"ldap:\n  bind_dn: cn=svc-gitlab,ou=services,dc=acme,dc=io\n"
+                      f"  bind_password: \"{g.password(20)}\""),
+        ("basic-auth-url", f"pip install --index-url https://deploy:{g.alnum(20)}@pypi.internal.acme.io/simple app"),
+        ("basic-auth-git", f"git clone https://jenkins:{g.password(18)}@git.acme.io/platform/api.git"),
+        # --- headers and commands --------------------------------------------------------
+        ("bearer-curl", f"curl -H \"Authorization: Bearer {g.urlsafe(40)}\" https://api.acme.io/v2/orders"),
+        ("basic-header", f"Authorization: Basic {basic}"),
+        ("curl-user", f"curl -u admin:{g.password(16)} https://jenkins.acme.io/api/json"),
+        ("x-api-key", f"curl -H 'x-api-key: {g.alnum(40)}' https://api.vendor.com/v1/items"),
+        ("jwt-bearer", "Authorization: Bearer " + g.jwt(
+            {"sub": g.uuid(), "email": "dev@acme.io", "iat": 1700000000, "exp": 1700003600})),
+        ("mysql-cli", f"mysql -h db.acme.io -u root -p'{g.password(14)}' shop"),
+        ("pgpassword", f"PGPASSWORD='{g.password(16)}' psql -h db.acme.io -U app app"),
+        ("sshpass", f"sshpass -p '{g.password(14)}' ssh deploy@10.0.0.5"),
+        ("htpasswd", f"htpasswd -b -c .htpasswd admin '{g.password(14)}'"),
+        ("docker-run-env", f"docker run -e POSTGRES_PASSWORD={g.password(20)} -p 5432:5432 postgres:15"),
+        # --- structured config ---------------------------------------------------------
+        ("k8s-secret", f"apiVersion: v1\nkind: Secret\nmetadata:\n  name: db-creds\ntype: Opaque\n"
+                       f"data:\n  username: YXBw\n  password: {k8s_pw}"),
+        ("k8s-secret-key", f"kind: Secret\ndata:\n  STRIPE_KEY: {k8s_key}"),
+        ("k8s-stringdata", f"kind: Secret\nstringData:\n  api-token: {g.alnum(40)}"),
+        ("json-config", json.dumps({"database": {"host": "db", "user": "app", "password": g.password(18)},
+                                    "port": 8080}, indent=2)),
+        ("json-api-key", json.dumps({"apiKey": g.alnum(32), "endpoint": "https://api.example.com"})),
+        ("toml-config", f"[database]\nhost = \"db.internal\"\nuser = \"app\"\npassword = \"{g.password(18)}\""),
+        ("yaml-secret", f"smtp:\n  host: smtp.acme.io\n  user: noreply\n  password: {g.password(16)}"),
+        ("env-generic-secret", f"APP_SECRET_KEY={g.urlsafe(50)}"),
+        ("django-secret", f"SECRET_KEY = 'django-insecure-{g.chars(_LOWER + _DIGITS + '!@#$%^&*(-_=+)', 50)}'"),
+        ("rails-master-key", f"RAILS_MASTER_KEY={g.hex(32)}"),
+        ("jwt-secret", f"JWT_SECRET={g.raw_b64(48)}"),
+        ("encryption-key", f"ENCRYPTION_KEY=base64:{g.raw_b64(32)}"),
+        ("session-cookie", f"Cookie: sessionid={g.lower_alnum(32)}; csrftoken={g.alnum(64)}"),
+        ("client-secret-python", f"client_secret = \"{g.urlsafe(40)}\""),
+        ("tf-vars", f"db_password = \"{g.password(20)}\""),
+        ("ansible-vars", f"ansible_become_password: {g.password(14)}"),
+        ("ini-password", f"[mail]\nuser=alerts\npass={g.password(16)}"),
+        ("wifi-prose", f"office wifi is AcmeGuest, password {g.password(12)}"),
+        # --- prose -----------------------------------------------------------------------
+        ("prose-db-password", f"the staging db password is hunter2-{g.alnum(3)}!{g.alnum(2)}"),
+        ("prose-admin-login", f"Admin login for Grafana: admin / {g.password(14)}"),
+        ("prose-api-key", f"The vendor API key is {g.alnum(32)}, ask Sam before rotating it."),
+        ("prose-token-is", f"my personal access token is {g.urlsafe(40)}"),
+        ("prose-root-password", f"root password on the bastion: {g.password(16)}"),
+        ("prose-pass-colon", f"Jenkins creds -> user: ci, pass: {g.password(14)}"),
+        ("prose-secret-for", f"The webhook signing secret for prod is {g.alnum(32)}."),
+    ]
+    return out
+
+
+def _lookalikes(g: _Gen) -> list[tuple[str, str]]:
+    sha = g.hex(40)
+    return [
+        # --- hashes and ids --------------------------------------------------------------
+        ("git-sha", f"fixed in commit {sha}"),
+        ("git-sha-short", f"reverted {g.hex(7)} and {g.hex(7)}; the bug came from {g.hex(12)}"),
+        ("git-log", f"commit {g.hex(40)}\nAuthor: Dana <dana@example.com>\nDate:   Tue Mar 4 2025"),
+        ("git-range", f"git diff {g.hex(40)}..{g.hex(40)} -- src/"),
+        ("uuid", f"request id {g.uuid()} failed with 502"),
+        ("uuid-list", f"tenants {g.uuid()}, {g.uuid()} and {g.uuid()} were migrated"),
+        ("uuid-json", json.dumps({"id": g.uuid(), "parent_id": g.uuid(), "name": "invoice"})),
+        ("npm-integrity", f"\"integrity\": \"sha512-{g.raw_b64(64)}\""),
+        ("npm-integrity-sha1", f"\"integrity\": \"sha1-{g.raw_b64(20)}\""),
+        ("pip-hash", f"requests==2.32.3 \\\n    --hash=sha256:{g.hex(64)}"),
+        ("cargo-checksum", f"[[package]]\nname = \"serde\"\nversion = \"1.0.203\"\nchecksum = \"{g.hex(64)}\""),
+        ("go-sum", f"golang.org/x/net v0.25.0 h1:{g.raw_b64(32)}"),
+        ("yarn-lock", f"lodash@^4.17.21:\n  resolved \"https://registry.yarnpkg.com/lodash/-/lodash-4.17.21.tgz"
+                      f"#{g.hex(40)}\"\n  integrity sha512-{g.raw_b64(64)}"),
+        ("docker-digest", f"image: nginx@sha256:{g.hex(64)}"),
+        ("docker-pull", f"Digest: sha256:{g.hex(64)}\nStatus: Downloaded newer image for python:3.12-slim"),
+        ("git-lfs-pointer", f"version https://git-lfs.github.com/spec/v1\noid sha256:{g.hex(64)}\nsize 1048576"),
+        ("md5sum", f"{g.hex(32)}  release-1.4.0.tar.gz"),
+        ("sha256sum", f"{g.hex(64)}  memdir-0.9.0-py3-none-any.whl"),
+        ("trace-id", f"trace_id={g.hex(32)} span_id={g.hex(16)} took 840ms"),
+        ("etag", f"ETag: \"{g.hex(40)}\""),
+        ("s3-request-id", f"x-amz-request-id: {g.upper_alnum(16)}\nx-amz-id-2: {g.raw_b64(60)}"),
+        ("gpg-fingerprint", f"pub   rsa4096 2023-01-02 [SC]\n      {g.hex(40).upper()}\nuid  Release Bot"),
+        ("ssh-fingerprint", f"ED25519 key fingerprint is SHA256:{g.raw_b64(32).rstrip('=')}."),
+        ("nix-store", f"/nix/store/{g.chars('0123456789abcdfghijklmnpqrsvwxyz', 32)}-python3-3.12.4/bin/python"),
+        ("ipfs-cid", f"pinned bafybei{g.chars('abcdefghijklmnopqrstuvwxyz234567', 52)}"),
+        ("ulid", f"order 01{g.chars('0123456789ABCDEFGHJKMNPQRSTVWXYZ', 24)} shipped"),
+        ("mongo-objectid", f"db.users.find({{_id: ObjectId(\"{g.hex(24)}\")}})"),
+        ("webpack-chunk", f"dist/assets/index-{g.hex(8)}.js  142.3 kB, vendor.{g.hex(20)}.js"),
+        ("cloudfront-id", f"CloudFront distribution E{g.upper_alnum(13)} invalidated"),
+        ("google-doc-url", f"design doc: https://docs.google.com/document/d/1{g.urlsafe(43)}/edit"),
+        ("youtube", f"recording: https://www.youtube.com/watch?v={g.urlsafe(11)}"),
+        ("stripe-object-ids", f"customer cus_{g.alnum(14)} paid invoice in_{g.alnum(24)} via pi_{g.alnum(24)}"),
+        ("stripe-publishable", f"STRIPE_PUBLISHABLE_KEY=pk_test_51{g.alnum(97)}"),
+        ("terraform-lineage", f"\"lineage\": \"{g.uuid()}\",\n\"serial\": 412"),
+        ("k8s-uid", f"uid: {g.uuid()}\nresourceVersion: \"{g.digits(8)}\""),
+        ("tsid", f"job run {g.digits(18)} finished"),
+        # --- base64 of non-secret things -------------------------------------------------
+        ("base64-hello", f"echo -n 'hello world' | base64 gives {base64.b64encode(b'hello world').decode()}"),
+        ("base64-json", "header is " + base64.b64encode(json.dumps(
+            {"region": "eu-west-1", "retries": 3, "feature": "dark-mode"}).encode()).decode()),
+        ("data-uri", f"background: url(data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAABAAAAAQ{g.raw_b64(90)});"),
+        ("k8s-configmap-b64", "kind: ConfigMap\nbinaryData:\n  logo.svg: " + base64.b64encode(
+            b"<svg xmlns='http://www.w3.org/2000/svg' width='16' height='16'><circle r='8'/></svg>").decode()),
+        # --- names and paths -------------------------------------------------------------
+        ("long-path", "/home/dana/projects/acme-platform/services/billing-api/src/main/java/io/acme/"
+                      "billing/invoices/InvoiceReconciliationService.java"),
+        ("node-modules-path", "node_modules/@typescript-eslint/eslint-plugin/dist/rules/"
+                              "no-unnecessary-type-assertion.js:42"),
+        ("branch-sk", "git checkout -b sk-live-migration-followups"),
+        ("branch-ghp", "the ghp_pages_redirect branch deploys docs"),
+        ("branch-ticket", "merged feature/sk-proj-settings-page and fix/ghs-webhook-retry"),
+        ("k8s-pod", f"kubectl logs web-{g.hex(9)}-{g.lower_alnum(5)} -n prod"),
+        ("k8s-pods-list", f"api-{g.hex(10)}-{g.lower_alnum(5)}   1/1  Running\n"
+                          f"worker-{g.hex(9)}-{g.lower_alnum(5)}  1/1  Running"),
+        ("aws-arn", f"arn:aws:iam::{g.digits(12)}:role/github-actions-deploy"),
+        ("aws-account", f"prod account is {g.digits(12)}, staging is {g.digits(12)}"),
+        ("aws-arn-secret", f"arn:aws:secretsmanager:eu-west-1:{g.digits(12)}:secret:prod/db-{g.alnum(6)}"),
+        ("aws-example-key", "AWS docs use AKIAIOSFODNN7EXAMPLE as the access key id"),
+        ("aws-example-pair", "aws_access_key_id = AKIAIOSFODNN7EXAMPLE\n"
+                             "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+        ("aws-instance-id", f"instance i-{g.hex(17)} in subnet-{g.hex(17)} behind sg-{g.hex(17)}"),
+        ("s3-url", f"s3://acme-artifacts/builds/{g.hex(40)}/app.tar.gz"),
+        # --- colours, versions, times ----------------------------------------------------
+        ("css-colour", "primary: #1e293b; accent: #f97316; muted: #94a3b8"),
+        ("hex-colour-list", "palette = ['#" + "', '#".join(g.hex(6) for _ in range(10)) + "']"),
+        ("semver", "bumped to 2.14.0-rc.3+build.5521, then 2.14.0"),
+        ("iso-timestamp", "deploy started 2025-03-04T17:22:05.123456Z, done 2025-03-04T17:31:40+00:00"),
+        ("ip-port", "the service listens on 10.0.3.12:8443 and ::1:9090"),
+        # --- placeholders ----------------------------------------------------------------
+        ("placeholder-angle", "curl -H \"Authorization: Bearer <token>\" https://api.example.com"),
+        ("placeholder-xxx", "API_KEY=xxx"),
+        ("placeholder-x-token", "GITHUB_TOKEN=ghp_XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX"),
+        ("placeholder-stars", "password: ****"),
+        ("placeholder-stars-long", "STRIPE_SECRET_KEY=sk_live_************************"),
+        ("placeholder-shell-var", "DATABASE_URL=postgres://${DB_USER}:${DB_PASSWORD}@db:5432/app"),
+        ("placeholder-secret-var", "export API_TOKEN=${SECRET}"),
+        ("placeholder-helm", "password: {{ .Values.password }}"),
+        ("placeholder-gha", "token: ${{ secrets.NPM_TOKEN }}"),
+        ("placeholder-getenv", "api_key = os.getenv(\"API_KEY\")"),
+        ("placeholder-environ", "password = os.environ[\"DB_PASSWORD\"]"),
+        ("placeholder-process-env", "const stripe = new Stripe(process.env.STRIPE_KEY);"),
+        ("placeholder-your-key", "OPENAI_API_KEY=your-api-key-here"),
+        ("placeholder-mongo", "mongodb+srv://<username>:<password>@cluster0.example.mongodb.net/"),
+        ("placeholder-cmd-subst", "export GITHUB_TOKEN=$(gh auth token)"),
+        ("placeholder-bearer-var", "curl -H \"Authorization: Bearer $TOKEN\" https://api.example.com"),
+        ("placeholder-empty-env", "# .env.example\nSTRIPE_KEY=\nSENDGRID_API_KEY=\nDATABASE_URL="),
+        ("placeholder-redacted", "the key was sk-ant-...redacted... in the log"),
+        ("placeholder-vault-ref", "password: vault:secret/data/prod/db#password"),
+        ("placeholder-k8s-ref", "env:\n- name: DB_PASSWORD\n  valueFrom:\n    secretKeyRef:\n"
+                                "      name: db-creds\n      key: password"),
+        # --- prose and config about secrets ----------------------------------------------
+        ("prose-rotate", "rotate the password monthly and never reuse the last five"),
+        ("prose-expires", "the token expires after 1 hour, refresh it with the refresh token"),
+        ("prose-vault", "password: see 1Password vault 'infra'"),
+        ("prose-ask", "the API key lives in Doppler (project billing, config prd), ask ops for access"),
+        ("prose-secret-manager", "DB credentials come from AWS Secrets Manager at start-up"),
+        ("config-min-length", "password_min_length = 12\npassword_require_symbol = true"),
+        ("config-token-limit", "token_limit: 4096\nmax_tokens=512\ntemperature: 0.2"),
+        ("config-secret-santa", "secret_santa: draw names on Friday"),
+        ("config-key-value", "# YAML is key: value\nkey: value\nname: example"),
+        ("config-token-ttl", "TOKEN_TTL=3600\nSESSION_COOKIE_SECURE=true\nPASSWORD_HASHER=argon2"),
+        ("config-key-path", "ssl_certificate_key /etc/nginx/certs/privkey.pem;"),
+        ("config-flag", "use the --token flag or set MEMDIR_TOKEN_FILE=~/.config/memdir/token"),
+        ("config-auth-type", "auth:\n  type: oauth2\n  token_url: https://auth.example.com/oauth/token"),
+        ("config-password-file", "POSTGRES_PASSWORD_FILE=/run/secrets/postgres_password"),
+        # --- public keys and certificates -----------------------------------------------
+        ("ssh-ed25519-pub", f"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{g.raw_b64(32).rstrip('=')} dana@laptop"),
+        ("ssh-rsa-pub", f"ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABgQ{g.raw_b64(380).rstrip('=')} ci@build"),
+        ("authorized-keys", f"# authorized_keys\nssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI"
+                            f"{g.raw_b64(32).rstrip('=')} deploy"),
+        ("pem-public", "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8A" + g.pem_body(240)
+                       + "\n-----END PUBLIC KEY-----"),
+        ("pem-certificate", "-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIE" + g.pem_body(700)
+                            + "\n-----END CERTIFICATE-----"),
+        ("pgp-public", "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nmQINBGV" + g.pem_body(500)
+                       + "\n-----END PGP PUBLIC KEY BLOCK-----"),
+        # --- URLs without credentials ----------------------------------------------------
+        ("db-url-no-password", "DATABASE_URL=postgresql://localhost/mydb"),
+        ("redis-local", "REDIS_URL=redis://localhost:6379/0"),
+        ("url-with-user-only", "git clone ssh://git@github.com/acme/infra.git"),
+        ("url-query", f"https://shop.example.com/cart?session_ref=checkout&page=2&sort=price&utm_id={g.digits(9)}"),
+    ]
+
+
+def corpus(seed: int = SEED) -> list[Entry]:
+    """Every labelled entry, secrets first; the same seed gives the same texts."""
+    g = _Gen(seed)
+    secrets = [Entry(kind, text, True) for kind, text in _secrets(g)]
+    lookalikes = [Entry(kind, text, False) for kind, text in _lookalikes(g)]
+    return secrets + lookalikes
