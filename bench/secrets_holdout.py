@@ -42,9 +42,10 @@ _B32 = _UPPER + "234567"
 
 @dataclass(frozen=True)
 class Entry:
-    """One labelled text: ``kind`` names the provider or look-alike family."""
+    """One labelled text: ``provider`` names the issuer or kind of a secret, or the family of
+    a look-alike (the same fields as ``bench.secrets_corpus.Entry``)."""
 
-    kind: str
+    provider: str
     text: str
     secret: bool
 
