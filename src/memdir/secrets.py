@@ -34,7 +34,7 @@ from collections.abc import Iterable, Iterator
 from functools import cache
 from typing import Any
 
-from memdir.secret_rules import PROVIDER_RULES, Rule, looks_random
+from memdir.secret_rules import PROVIDER_RULES, Rule, looks_random, strong_password
 
 __all__ = ["Rule", "find_secrets", "looks_random", "redact_secrets", "shannon_entropy"]
 
@@ -56,7 +56,9 @@ _SEPARATOR = r":=|=>|==|=|:"
 # "the admin password is …", "set the token to …": prose, counted only after a credential
 # word (checked on the key read backwards; the regex alone would try every position).
 _PROSE_SEPARATOR = r"\s(?P<word>is|to)(?=\s)"
-_VALUE = r"\s*(?:\"(?P<dq>[^\"\n]{1,300})\"|'(?P<sq>[^'\n]{1,300})'|(?P<bare>[^\s\"'`,;]{1,300}))"
+# A value starts on its key's line: "KEY=" with nothing after it assigns nothing, it does not
+# take the next line's "OTHER_KEY=" for its value.
+_VALUE = r"[ \t]*(?:\"(?P<dq>[^\"\n]{1,300})\"|'(?P<sq>[^'\n]{1,300})'|(?P<bare>[^\s\"'`,;]{1,300}))"
 _KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 _MAX_KEY = 61
 
@@ -76,7 +78,8 @@ _NOT_SECRET_KEYS = (
     r"username|email|region|bucket|type|mode|length|len|size|count|timeout|ttl|expires?|"
     r"expiry|header|prefix|env|var|field|format|policy|rules?|pattern|regex|hint|reset|min|"
     r"max|strength|column|algorithm|algo|provider|domain|issuer|audience|scopes?|method|kind|"
-    r"level|limit|enabled|required|suffix|label|title|text|message|template|style)$"
+    r"level|limit|enabled|required|suffix|label|title|text|message|template|style|"
+    r"h1|blake2[bs]?|crc32|xxh\d*)(?:[_.\-]?\d+)?$"  # "x-amz-id-2", go.sum's "h1:"
 )
 
 
@@ -115,7 +118,7 @@ def _word_in(word: str, key: str, lowered: str) -> bool:
     return False
 
 
-def _assigned_secret(key: str, sep: str, value: str) -> bool:
+def _assigned_secret(key: str, sep: str, value: str, quoted: bool = False) -> bool:
     """Whether ``value``, assigned to ``key``, is a literal credential."""
     value = value.strip().rstrip(".,;)")
     if len(value) < 6 or value.lower() == key.lower():
@@ -123,8 +126,10 @@ def _assigned_secret(key: str, sep: str, value: str) -> bool:
     if _regex(_PLACEHOLDER).search(value) and not (
             value[0] == "/" and looks_random(value, 20, 3.5)):  # base64 may start with "/"
         return False
-    if any(c in value for c in "()[]{}") or value.count(" ") > 1:
-        return False  # a call, an index, a template or a sentence
+    if value.count(" ") > 1 or (any(c in value for c in "()[]{}") and not (
+            quoted and " " not in value and looks_random(value, 16, 4.0))):
+        return False  # a call, an index, a template or a sentence; not a quoted random
+        # literal, whose symbols may be brackets ('django-insecure-*ik)q5…')
     if value.count("/") > 1 and not looks_random(value, 16, 3.0):
         return False  # a path ("prod/db/password"), not base64 that holds slashes
     digits = sum(c.isdigit() for c in value)
@@ -143,7 +148,23 @@ def _assigned_secret(key: str, sep: str, value: str) -> bool:
     if (sep.strip().lower() in ("is", "to") or " " in value
             or _regex(_NOT_SECRET_KEYS).search(key)):
         return False
-    return looks_random(value, 24, 4.0)
+    return looks_random(value, 24, 4.0) and not _encoded_text(value)
+
+
+def _encoded_text(value: str) -> bool:
+    """Base64 of text (a config file, an SVG): random-looking, yet it decodes to printable
+    text with spaces or markup in it, which no generated key does."""
+    import base64  # only for the rare high-entropy value
+    import binascii
+
+    if not re.fullmatch(r"[A-Za-z0-9+/]{16,}={0,2}", value):
+        return False
+    try:
+        decoded = base64.b64decode(value + "=" * (-len(value) % 4)).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return False
+    printable = sum(c.isprintable() or c in "\n\t" for c in decoded)
+    return printable == len(decoded) and any(c in decoded for c in " <>\n")
 
 
 def _key_before(text: str, end: int) -> str:
@@ -171,14 +192,44 @@ def _assignments(text: str) -> Iterator[tuple[str, int, int, str]]:
         key = _key_before(text, start)
         if not key or (sep[0] == " " and not _credential_key(key)):
             continue
+        before = text.rfind(key, 0, start) - 1
+        if sep == ":" and before > 0 and text[before] == ":" and text[before - 1] in _KEY_CHARS:
+            continue  # a field of a colon-separated name ("arn:aws:…:secret:prod/db"), not a key
         value = _regex(_VALUE).match(text, end)
         if value is None:
             continue
         group = next(g for g in ("dq", "sq", "bare") if value.group(g) is not None)
-        if _assigned_secret(key, sep, value.group(group)):
+        literal = value.group(group)
+        if group == "bare":  # a URL's query: "page=2&sort=price" assigns "2", not the rest
+            literal = re.split(r"&(?=[\w.-]+=)", literal, maxsplit=1)[0]
+        if _assigned_secret(key, sep, literal, quoted=group != "bare"):
             label = ("a password or key assignment" if _credential_key(key)
                      else "a high-entropy value")
-            yield label, value.start(group), value.end(group), key
+            yield label, value.start(group), value.start(group) + len(literal), key
+
+
+# A credential named in prose, then its value: "the staging db password is hunter2-Xq9!zP",
+# "root password on the bastion: …", "wifi password 5h76…", "login for Grafana: admin / …".
+# Only a value shaped like a password counts, so "the token expires after 1 hour" is prose.
+_PROSE_WORDS = ("password", "passwd", "passphrase", "pwd", "pass", "secret", "token", "key",
+                "credential", "creds", "login")
+_PROSE = (
+    r"\b(?:passwords?|passwd|passphrase|pwd|pass|secret|token|credentials?|creds|login|"
+    r"(?:api|access|secret|private|signing|license|master)[ _-]key)\b"
+    r"(?:(?P<gap>[^\n:=.,;!?()\[\]{}<>\"'`]{0,40}?)[ \t]*(?P<sep>:|=|\bis\b|\bwas\b)|[ \t](?=[ \t]*\S))"
+    r"[ \t]*[\"'`]?(?:[\w.@-]{1,40}[ \t]*/[ \t]*)?(?P<value>[^\s\"'`,;]{8,64})"
+)
+
+
+def _prose_credentials(text: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of each value that prose names as a credential."""
+    for match in _regex(_PROSE).finditer(text):
+        value = match.group("value").rstrip(".")
+        if match.group("sep") is None and len(value) < 10:
+            continue  # no separator: only a long password-shaped word ("password 5h76…%")
+        if _regex(_PLACEHOLDER).search(value) or not strong_password(value):
+            continue
+        yield match.start("value"), match.start("value") + len(value)
 
 
 # Every (clue, rule) pair, flat: one pass of C-speed substring tests picks the rules to run.
@@ -254,6 +305,10 @@ def find_secrets(texts: Iterable[str]) -> list[str]:
             # The key, not the start of the value: a password's first characters are secret.
             found.append(f"{label} ({key[:40]}=…)")
             break
+    if not found and any(word in lowered for word in _PROSE_WORDS):
+        for _ in _prose_credentials(joined):
+            found.append("a credential named in prose")
+            break
     return found
 
 
@@ -268,4 +323,7 @@ def redact_secrets(text: str) -> str:
     if "=" in text or ":" in text or any(clue in lowered for clue in _CLUES_ASSIGN):
         for label, start, end, _ in reversed(list(_assignments(text))):
             text = f"{text[:start]}[redacted: {label}]{text[end:]}"
+    if any(word in text.lower() for word in _PROSE_WORDS):
+        for start, end in reversed(list(_prose_credentials(text))):
+            text = f"{text[:start]}[redacted: a credential named in prose]{text[end:]}"
     return text
