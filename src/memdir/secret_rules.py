@@ -210,7 +210,8 @@ PROVIDER_RULES: tuple[Rule, ...] = (
          _r(r"\bBasic\s+[A-Za-z0-9+/]{8,}={0,2}(?![A-Za-z0-9+/=])"), _basic_credential,
          spaced=True),
     Rule("a URL with credentials", ("://",),
-         _r(r"\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@'\"]*:[^\s@/'\"]{2,}@[^\s/'\"]+", _I),
+         # The password may hold "@" (pasted unencoded): the host follows the last one.
+         _r(r"\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@'\"]*:[^\s/'\"]{2,}@[^\s/@'\"]+", _I),
          _not_placeholder_password, anchor="://", spaced=True),
     Rule("a command-line credential", ("-u ", "--user "),
          _r(r"(?:-u|--user)\s+['\"]?[\w.@-]{1,64}:(?P<pw>[^\s'\"@]{6,})"),

@@ -123,11 +123,14 @@ def _assigned_secret(key: str, sep: str, value: str, quoted: bool = False) -> bo
     value = value.strip().rstrip(".,;)")
     if len(value) < 6 or value.lower() == key.lower():
         return False
+    if re.fullmatch(r"[a-z]+(?:[_-][a-z0-9]+)*[_-]", value):
+        return False  # an issuer's prefix with no token after it ("sk_live_", "dop_v1_")
     if _regex(_PLACEHOLDER).search(value) and not (
-            value[0] == "/" and looks_random(value, 20, 3.5)):  # base64 may start with "/"
-        return False
+            (value[0] == "/" and looks_random(value, 20, 3.5))  # base64 may start with "/"
+            or (value[0] in "@&" and "/" not in value and strong_password(value))):
+        return False  # (a password may start with "@" or "&": a reference is no such word)
     if value.count(" ") > 1 or (any(c in value for c in "()[]{}") and not (
-            quoted and " " not in value and looks_random(value, 16, 4.0))):
+            quoted and " " not in value and len(value) >= 16 and shannon_entropy(value) >= 4.0)):
         return False  # a call, an index, a template or a sentence; not a quoted random
         # literal, whose symbols may be brackets ('django-insecure-*ik)q5…')
     if value.count("/") > 1 and not looks_random(value, 16, 3.0):
@@ -213,23 +216,30 @@ def _assignments(text: str) -> Iterator[tuple[str, int, int, str]]:
 # Only a value shaped like a password counts, so "the token expires after 1 hour" is prose.
 _PROSE_WORDS = ("password", "passwd", "passphrase", "pwd", "pass", "secret", "token", "key",
                 "credential", "creds", "login")
-_PROSE = (
-    r"\b(?:passwords?|passwd|passphrase|pwd|pass|secret|token|credentials?|creds|login|"
+_PROSE_WORD = (
+    r"(?<![\w:/.-])(?:passwords?|passwd|passphrase|pwd|pass|secret|token|credentials?|creds|login|"
     r"(?:api|access|secret|private|signing|license|master)[ _-]key)\b"
-    r"(?:(?P<gap>[^\n:=.,;!?()\[\]{}<>\"'`]{0,40}?)[ \t]*(?P<sep>:|=|\bis\b|\bwas\b)|[ \t](?=[ \t]*\S))"
-    r"[ \t]*[\"'`]?(?:[\w.@-]{1,40}[ \t]*/[ \t]*)?(?P<value>[^\s\"'`,;]{8,64})"
 )
+_PROSE_VALUE = r"[ \t]*[\"'`]?(?P<value>[^\s\"'`,;]{8,64})"
+# After a separator, "user / password" may stand for the value ("login: admin / …").
+_PROSE_SEP = (r"[^\n:=.,;!?()\[\]{}<>\"'`]{0,40}?[ \t]*(?::|=|\bis\b|\bwas\b)"
+              r"(?:[ \t]*[\w.@-]{1,40}[ \t]*/(?!/))?" + _PROSE_VALUE)
+_PROSE_NEXT = r"[ \t]" + _PROSE_VALUE
 
 
 def _prose_credentials(text: str) -> Iterator[tuple[int, int]]:
-    """(start, end) of each value that prose names as a credential."""
-    for match in _regex(_PROSE).finditer(text):
-        value = match.group("value").rstrip(".")
-        if match.group("sep") is None and len(value) < 10:
-            continue  # no separator: only a long password-shaped word ("password 5h76…%")
-        if _regex(_PLACEHOLDER).search(value) or not strong_password(value):
-            continue
-        yield match.start("value"), match.start("value") + len(value)
+    """(start, end) of each value that prose names as a credential: after a separator, or
+    right after the word if it is a long password-shaped word ("password 5h76…%")."""
+    for word in _regex(_PROSE_WORD).finditer(text):
+        for form, min_len in ((_PROSE_SEP, 8), (_PROSE_NEXT, 10)):
+            match = _regex(form).match(text, word.end())
+            if match is None:
+                continue
+            value = match.group("value").rstrip(".")
+            if (len(value) >= min_len and not _regex(_PLACEHOLDER).search(value)
+                    and strong_password(value)):
+                yield match.start("value"), match.start("value") + len(value)
+                break
 
 
 # Every (clue, rule) pair, flat: one pass of C-speed substring tests picks the rules to run.
