@@ -55,7 +55,7 @@ class Rule:
         else:
             found = self._anchored(text)
         for match in found:
-            if _PLACEHOLDER_TOKEN.search(match.group(0)):
+            if re.search(_PLACEHOLDER_TOKEN, match.group(0)):  # re caches the compiled form
                 continue  # a documented example or a masked token, not a credential
             if self.check is None or self.check(match.group(0)):
                 yield match
@@ -75,7 +75,7 @@ class Rule:
 _REACH = 200
 # A token of the right shape that is a published example (AWS's ``AKIAIOSFODNN7EXAMPLE``) or
 # masked (``ghp_XXXX…``, ``sk_live_****``): a random token holds neither by chance.
-_PLACEHOLDER_TOKEN = re.compile(r"EXAMPLE|[xX]{8,}|\*{4,}")
+_PLACEHOLDER_TOKEN = r"EXAMPLE|[xX]{8,}|\*{4,}"
 
 
 def _entropy(text: str) -> float:

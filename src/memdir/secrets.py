@@ -217,7 +217,7 @@ def _assignments(text: str) -> Iterator[tuple[str, int, int, str]]:
 _PROSE_WORDS = ("password", "passwd", "passphrase", "pwd", "pass", "secret", "token", "key",
                 "credential", "creds", "login")
 _PROSE_WORD = (
-    r"(?<![\w:/.-])(?:passwords?|passwd|passphrase|pwd|pass|secret|token|credentials?|creds|login|"
+    r"(?:passwords?|passwd|passphrase|pwd|pass|secret|token|credentials?|creds|login|"
     r"(?:api|access|secret|private|signing|license|master)[ _-]key)\b"
 )
 _PROSE_VALUE = r"[ \t]*[\"'`]?(?P<value>[^\s\"'`,;]{8,64})"
@@ -227,10 +227,35 @@ _PROSE_SEP = (r"[^\n:=.,;!?()\[\]{}<>\"'`]{0,40}?[ \t]*(?::|=|\bis\b|\bwas\b)"
 _PROSE_NEXT = r"[ \t]" + _PROSE_VALUE
 
 
+# Where a prose word can start: a stem, or a few characters before "key" ("api key",
+# "signing key"). Found with str.find: a case-insensitive regex scan of a long MEMORY.md
+# costs 10x more, as no literal prefix guides it.
+_PROSE_STEMS = (("pass", (0,)), ("pwd", (0,)), ("secret", (0,)), ("token", (0,)),
+                ("cred", (0,)), ("login", (0,)), ("key", (4, 7, 8)))
+
+
+def _prose_starts(text: str) -> list[int]:
+    lowered = text.lower()
+    if len(lowered) != len(text):  # a character that lower-cases to two: positions differ
+        return [m.start() for m in _regex(_PROSE_WORD).finditer(text)]
+    starts = set()
+    for stem, offsets in _PROSE_STEMS:
+        at = lowered.find(stem)
+        while at >= 0:
+            starts.update(at - back for back in offsets if at >= back)
+            at = lowered.find(stem, at + 1)
+    return sorted(starts)
+
+
 def _prose_credentials(text: str) -> Iterator[tuple[int, int]]:
     """(start, end) of each value that prose names as a credential: after a separator, or
     right after the word if it is a long password-shaped word ("password 5h76…%")."""
-    for word in _regex(_PROSE_WORD).finditer(text):
+    for at in _prose_starts(text):
+        if at and (text[at - 1].isalnum() or text[at - 1] in "_:/.-"):
+            continue  # part of a name ("1Password", "db_password", "arn:…:secret:…")
+        word = _regex(_PROSE_WORD).match(text, at)
+        if word is None:
+            continue
         for form, min_len in ((_PROSE_SEP, 8), (_PROSE_NEXT, 10)):
             match = _regex(form).match(text, word.end())
             if match is None:
