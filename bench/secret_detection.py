@@ -220,7 +220,8 @@ def run(paths: Sequence[str], entries: Sequence[Entry] | None = None) -> list[Ta
 CORPORA = {"tuned": "bench/secrets_corpus.py", "holdout": "bench/secrets_holdout.py"}
 
 
-def table(tallies: Sequence[Tally], entries: Sequence[Entry], source: str = CORPORA["tuned"]) -> str:
+def table(tallies: Sequence[Tally], entries: Sequence[Entry],
+          source: str = CORPORA["tuned"]) -> str:
     providers = len({e.provider for e in entries if e.secret})
     lines = [f"Corpus: {sum(e.secret for e in entries)} secrets of {providers} providers, "
              f"{sum(not e.secret for e in entries)} look-alikes ({source}).",

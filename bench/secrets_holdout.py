@@ -124,7 +124,8 @@ def _secrets(g: _Gen) -> list[tuple[str, str]]:
         "type": "service_account",
         "project_id": "billing-prod-" + g.digits(6),
         "private_key_id": g.hex(40),
-        "private_key": "-----BEGIN PRIVATE KEY-----\n" + g.pem_body(600) + "\n-----END PRIVATE KEY-----\n",
+        "private_key": "-----BEGIN PRIVATE KEY-----\n" + g.pem_body(600) + "\n-----END PRIVATE KE"
+                                                                           "Y-----\n",
         "client_email": "deployer@billing-prod.iam.gserviceaccount.com",
         "client_id": g.digits(21),
     }, indent=2)
@@ -154,7 +155,8 @@ def _secrets(g: _Gen) -> list[tuple[str, str]]:
         ("azure-client-secret", f"azure:\n  tenant_id: {g.uuid()}\n  client_id: {g.uuid()}\n"
                                 f"  client_secret: {g.alnum(3)}8Q~{g.urlsafe(34)}"),
         ("azure-sas", f"https://assetsprod.blob.core.windows.net/uploads?sv=2022-11-02&ss=b&srt=co"
-                      f"&sp=rwdlac&se=2027-01-01T00:00:00Z&spr=https&sig={g.raw_b64(32).replace('+', '%2B')}"),
+                      f"&sp=rwdlac&se=2027-01-01T00:00:00Z&spr=https&sig"
+                      f"={g.raw_b64(32).replace('+', '%2B')}"),
         ("azure-devops-pat", f"AZURE_DEVOPS_EXT_PAT={g.chars(_LOWER + '234567', 52)}"),
         ("digitalocean", f"DIGITALOCEAN_ACCESS_TOKEN=dop_v1_{g.hex(64)}"),
         ("digitalocean-oauth", f"doctl auth init -t doo_v1_{g.hex(64)}"),
@@ -198,8 +200,10 @@ def _secrets(g: _Gen) -> list[tuple[str, str]]:
         ("shopify-shared", f"shopify:\n  api_secret: shpss_{g.hex(32)}"),
         ("square", f"SQUARE_ACCESS_TOKEN=EAAA{g.urlsafe(60)}"),
         ("square-oauth", f"square oauth secret sq0csp-{g.urlsafe(43)}"),
-        ("paypal-braintree", f"BRAINTREE_TOKEN=access_token$production${g.lower_alnum(16)}${g.hex(32)}"),
-        ("paypal-client-secret", f"PAYPAL_CLIENT_ID=A{g.urlsafe(79)}\nPAYPAL_CLIENT_SECRET=E{g.urlsafe(79)}"),
+        ("paypal-braintree", f"BRAINTREE_TOKEN=access_token$production${g.lower_alnum(16)}"
+                             f"${g.hex(32)}"),
+        ("paypal-client-secret", f"PAYPAL_CLIENT_ID=A{g.urlsafe(79)}\nPAYPAL_CLIENT_SECRET="
+                                 f"E{g.urlsafe(79)}"),
         ("braintree-private", f"braintree:\n  merchant_id: {g.lower_alnum(16)}\n"
                               f"  public_key: {g.lower_alnum(16)}\n  private_key: {g.hex(32)}"),
         ("stripe-live", f"STRIPE_SECRET_KEY=sk_live_51{g.alnum(97)}"),
@@ -212,20 +216,24 @@ def _secrets(g: _Gen) -> list[tuple[str, str]]:
         ("mailgun", f"MAILGUN_API_KEY=key-{g.hex(32)}"),
         ("mailgun-new", f"mailgun:\n  api_key: {g.hex(32)}-{g.hex(8)}-{g.hex(8)}"),
         ("mailchimp", f"MAILCHIMP_API_KEY={g.hex(32)}-us{g.r.randint(1, 21)}"),
-        ("postmark", f"curl -H \"X-Postmark-Server-Token: {g.uuid()}\" https://api.postmarkapp.com/email"),
+        ("postmark", f"curl -H \"X-Postmark-Server-Token: {g.uuid()}\" https://api.postmarkapp.co"
+                     f"m/email"),
         ("slack-bot", f"SLACK_BOT_TOKEN=xoxb-{g.digits(12)}-{g.digits(13)}-{g.alnum(24)}"),
-        ("slack-user", f"slack user token xoxp-{g.digits(12)}-{g.digits(12)}-{g.digits(13)}-{g.hex(32)}"),
+        ("slack-user", f"slack user token xoxp-{g.digits(12)}-{g.digits(12)}-{g.digits(13)}"
+                       f"-{g.hex(32)}"),
         ("slack-app", f"SLACK_APP_TOKEN=xapp-1-A{g.upper_alnum(10)}-{g.digits(13)}-{g.hex(64)}"),
         ("slack-webhook", f"alerts go to https://hooks.slack.com/services/T{g.upper_alnum(10)}/"
                           f"B{g.upper_alnum(10)}/{g.alnum(24)}"),
         ("discord-bot", f"DISCORD_TOKEN=M{g.alnum(25)}.{g.urlsafe(6)}.{g.urlsafe(38)}"),
         ("discord-webhook", f"https://discord.com/api/webhooks/{g.digits(19)}/{g.urlsafe(68)}"),
         ("telegram", f"TELEGRAM_BOT_TOKEN={g.digits(10)}:AA{g.urlsafe(33)}"),
-        ("telegram-url", f"curl https://api.telegram.org/bot{g.digits(10)}:AA{g.urlsafe(33)}/getUpdates"),
+        ("telegram-url", f"curl https://api.telegram.org/bot{g.digits(10)}:AA{g.urlsafe(33)}/getU"
+                         f"pdates"),
         # --- AI / ML ---------------------------------------------------------------------
         ("openai-project", f"OPENAI_API_KEY=sk-proj-{g.urlsafe(74)}T3BlbkFJ{g.urlsafe(74)}"),
         ("openai-legacy", f"openai.api_key = 'sk-{g.alnum(20)}T3BlbkFJ{g.alnum(20)}'"),
-        ("openai-svcacct", f"service account key sk-svcacct-{g.urlsafe(74)}T3BlbkFJ{g.urlsafe(74)}"),
+        ("openai-svcacct", f"service account key sk-svcacct-{g.urlsafe(74)}T3BlbkFJ"
+                           f"{g.urlsafe(74)}"),
         ("anthropic", f"ANTHROPIC_API_KEY=sk-ant-api03-{g.urlsafe(93)}AA"),
         ("anthropic-admin", f"admin key: sk-ant-admin01-{g.urlsafe(93)}AA"),
         ("cohere", f"co = cohere.Client(\"{g.alnum(40)}\")"),
@@ -237,13 +245,14 @@ def _secrets(g: _Gen) -> list[tuple[str, str]]:
         ("mistral", f"MISTRAL_API_KEY={g.alnum(32)}"),
         ("pinecone", f"PINECONE_API_KEY=pcsk_{g.alnum(5)}_{g.alnum(64)}"),
         ("pinecone-legacy", f"pinecone.init(api_key=\"{g.uuid()}\", environment=\"us-west1-gcp\")"),
-        ("supabase-service", f"SUPABASE_SERVICE_ROLE_KEY=" + g.jwt(
+        ("supabase-service", "SUPABASE_SERVICE_ROLE_KEY=" + g.jwt(
             {"iss": "supabase", "ref": g.lower_alnum(20), "role": "service_role", "iat": 1700000000,
              "exp": 2015576000})),
         ("supabase-access", f"SUPABASE_ACCESS_TOKEN=sbp_{g.hex(40)}"),
         ("firebase-fcm", f"FCM_SERVER_KEY=AAAA{g.urlsafe(7)}:APA91b{g.urlsafe(134)}"),
         # --- observability / ops ---------------------------------------------------------
-        ("sentry-dsn", f"SENTRY_DSN=https://{g.hex(32)}@o{g.digits(6)}.ingest.sentry.io/{g.digits(7)}"),
+        ("sentry-dsn", f"SENTRY_DSN=https://{g.hex(32)}@o{g.digits(6)}.ingest.sentry.io"
+                       f"/{g.digits(7)}"),
         ("sentry-auth", f"SENTRY_AUTH_TOKEN=sntrys_{g.raw_b64(120).rstrip('=')}_{g.urlsafe(43)}"),
         ("sentry-user", f"sentry-cli --auth-token sntryu_{g.hex(64)} releases list"),
         ("datadog", f"DD_API_KEY={g.hex(32)}\nDD_APP_KEY={g.hex(40)}"),
@@ -255,7 +264,8 @@ def _secrets(g: _Gen) -> list[tuple[str, str]]:
         ("pagerduty", f"PAGERDUTY_TOKEN=u+{g.urlsafe(18)}"),
         ("pagerduty-header", f"curl -H 'Authorization: Token token={g.urlsafe(20)}' "
                              f"https://api.pagerduty.com/incidents"),
-        ("okta", f"curl -H \"Authorization: SSWS 00{g.urlsafe(40)}\" https://acme.okta.com/api/v1/users"),
+        ("okta", f"curl -H \"Authorization: SSWS 00{g.urlsafe(40)}\" https://acme.okta.com/api/v1"
+                 f"/users"),
         ("auth0", f"AUTH0_CLIENT_ID={g.alnum(32)}\nAUTH0_CLIENT_SECRET={g.urlsafe(64)}"),
         ("doppler", f"DOPPLER_TOKEN=dp.st.prd.{g.alnum(43)}"),
         ("doppler-personal", f"doppler configure set token dp.pt.{g.alnum(43)}"),
@@ -268,20 +278,24 @@ def _secrets(g: _Gen) -> list[tuple[str, str]]:
         ("vault-legacy", f"export VAULT_TOKEN=s.{g.alnum(24)}"),
         # --- package registries ----------------------------------------------------------
         ("npm", f"NPM_TOKEN={g.checksummed('npm_', 30)}"),
-        ("npmrc", f"//registry.npmjs.org/:_authToken={g.checksummed('npm_', 30)}\nalways-auth=true"),
+        ("npmrc", f"//registry.npmjs.org/:_authToken={g.checksummed('npm_', 30)}\nalways-auth=tru"
+                  f"e"),
         ("npmrc-legacy", f"//npm.pkg.github.com/:_authToken={g.checksummed('ghp_', 30)}"),
         ("npmrc-auth", f"_auth={base64.b64encode(f'deploy:{g.password(16)}'.encode()).decode()}\n"
                        f"registry=https://nexus.example.com/repository/npm/"),
-        ("pypirc", f"[pypi]\n  username = __token__\n  password = pypi-AgEIcHlwaS5vcmc{g.urlsafe(150)}"),
+        ("pypirc", f"[pypi]\n  username = __token__\n  password = pypi-AgEIcHlwaS5vcm"
+                   f"c{g.urlsafe(150)}"),
         ("pypi-twine", f"TWINE_PASSWORD=pypi-AgEIcHlwaS5vcmc{g.urlsafe(150)}"),
         ("rubygems", f"---\n:rubygems_api_key: rubygems_{g.hex(48)}"),
         ("nuget", f"dotnet nuget push app.nupkg --api-key oy2{g.lower_alnum(43)} "
                   f"--source https://api.nuget.org/v3/index.json"),
         ("dockerhub", f"echo dckr_pat_{g.urlsafe(27)} | docker login -u acme --password-stdin"),
-        ("docker-config", json.dumps({"auths": {"https://index.docker.io/v1/": {"auth": docker_auth}}},
+        ("docker-config", json.dumps({"auths": {"https://index.docker.io/v1"
+                                                "/": {"auth": docker_auth}}},
                                      indent=2)),
         # --- keys ------------------------------------------------------------------------
-        ("openssh-private", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ"
+        ("openssh-private", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU"
+                            "AAAAEbm9uZQ"
                             + openssh + "\n-----END OPENSSH PRIVATE KEY-----"),
         ("rsa-private", "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA" + g.pem_body(900)
                         + "\n-----END RSA PRIVATE KEY-----"),
@@ -289,7 +303,8 @@ def _secrets(g: _Gen) -> list[tuple[str, str]]:
                        + "\n-----END EC PRIVATE KEY-----"),
         ("pgp-private", "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQVYBGV" + g.pem_body(700)
                         + "\n=" + g.b64(4) + "\n-----END PGP PRIVATE KEY BLOCK-----"),
-        ("pem-bundle", "server.pem:\n-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIE" + g.pem_body(500)
+        ("pem-bundle", "server.pem:\n-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgI"
+                       "E" + g.pem_body(500)
                        + "\n-----END CERTIFICATE-----\n-----BEGIN PRIVATE KEY-----\nMIIEvQIBADAN"
                        + g.pem_body(900) + "\n-----END PRIVATE KEY-----"),
         ("encrypted-private", "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIFHDBOBgkqhkiG9w0BBQ0w"
@@ -298,7 +313,8 @@ def _secrets(g: _Gen) -> list[tuple[str, str]]:
                                 + g.raw_b64(600) + "\\n-----END PRIVATE KEY-----\\n\""),
         # --- databases and URLs ----------------------------------------------------------
         ("postgres-url", f"DATABASE_URL=postgres://app:{pg_pw}@db.internal:5432/app"),
-        ("postgres-url-prose", f"connect with postgresql://report_ro:{g.alnum(20)}@10.0.3.12/analytics "
+        ("postgres-url-prose", f"connect with postgresql://report_ro:{g.alnum(20)}@10.0.3.12/anal"
+                               f"ytics "
                                f"for the monthly export"),
         ("mysql-url", f"mysql://root:{g.password(14)}@127.0.0.1:3306/shop"),
         ("mongodb-srv", f"MONGO_URI=mongodb+srv://svc-api:{g.alnum(16)}@cluster0.{g.lower_alnum(5)}"
@@ -306,17 +322,23 @@ def _secrets(g: _Gen) -> list[tuple[str, str]]:
         ("redis-url", f"REDIS_URL=redis://:{g.alnum(32)}@cache.internal:6379/0"),
         ("rediss-url", f"rediss://default:{g.alnum(32)}@eu1-cache.upstash.io:6379"),
         ("amqp-url", f"CELERY_BROKER_URL=amqp://worker:{g.password(16)}@rabbit:5672/vhost"),
-        ("jdbc-postgres", f"spring.datasource.url=jdbc:postgresql://db:5432/app?user=app&password={g.password(14)}"),
-        ("jdbc-sqlserver", f"jdbc:sqlserver://sql.example.com:1433;databaseName=erp;user=sa;password={g.password(16)};"),
+        ("jdbc-postgres", f"spring.datasource.url=jdbc:postgresql://db:5432/app?user=app&password"
+                          f"={g.password(14)}"),
+        ("jdbc-sqlserver", f"jdbc:sqlserver://sql.example.com:1433;databaseName=erp;user=sa;passw"
+                           f"ord={g.password(16)};"),
         ("spring-password", f"spring.datasource.password={g.password(18)}"),
-        ("ldap-bind", f"ldapsearch -x -H ldaps://ldap.example.com -D \"cn=admin,dc=example,dc=com\" "
+        ("ldap-bind", f"ldapsearch -x -H ldaps://ldap.example.com -D \"cn=admin,dc=example,dc=co"
+                      f"m\" "
                       f"-w '{g.password(15)}' -b dc=example,dc=com"),
         ("ldap-yaml", f"ldap:\n  bind_dn: cn=svc-gitlab,ou=services,dc=acme,dc=io\n"
                       f"  bind_password: \"{g.password(20)}\""),
-        ("basic-auth-url", f"pip install --index-url https://deploy:{g.alnum(20)}@pypi.internal.acme.io/simple app"),
-        ("basic-auth-git", f"git clone https://jenkins:{g.password(18)}@git.acme.io/platform/api.git"),
+        ("basic-auth-url", f"pip install --index-url https://deploy:{g.alnum(20)}@pypi.internal.a"
+                           f"cme.io/simple app"),
+        ("basic-auth-git", f"git clone https://jenkins:{g.password(18)}@git.acme.io/platform/api."
+                           f"git"),
         # --- headers and commands --------------------------------------------------------
-        ("bearer-curl", f"curl -H \"Authorization: Bearer {g.urlsafe(40)}\" https://api.acme.io/v2/orders"),
+        ("bearer-curl", f"curl -H \"Authorization: Bearer {g.urlsafe(40)}\" https://api.acme.io/v"
+                        f"2/orders"),
         ("basic-header", f"Authorization: Basic {basic}"),
         ("curl-user", f"curl -u admin:{g.password(16)} https://jenkins.acme.io/api/json"),
         ("x-api-key", f"curl -H 'x-api-key: {g.alnum(40)}' https://api.vendor.com/v1/items"),
@@ -326,19 +348,25 @@ def _secrets(g: _Gen) -> list[tuple[str, str]]:
         ("pgpassword", f"PGPASSWORD='{g.password(16)}' psql -h db.acme.io -U app app"),
         ("sshpass", f"sshpass -p '{g.password(14)}' ssh deploy@10.0.0.5"),
         ("htpasswd", f"htpasswd -b -c .htpasswd admin '{g.password(14)}'"),
-        ("docker-run-env", f"docker run -e POSTGRES_PASSWORD={g.password(20)} -p 5432:5432 postgres:15"),
+        ("docker-run-env", f"docker run -e POSTGRES_PASSWORD={g.password(20)} -p 5432:5432 postgr"
+                           f"es:15"),
         # --- structured config ---------------------------------------------------------
         ("k8s-secret", f"apiVersion: v1\nkind: Secret\nmetadata:\n  name: db-creds\ntype: Opaque\n"
                        f"data:\n  username: YXBw\n  password: {k8s_pw}"),
         ("k8s-secret-key", f"kind: Secret\ndata:\n  STRIPE_KEY: {k8s_key}"),
         ("k8s-stringdata", f"kind: Secret\nstringData:\n  api-token: {g.alnum(40)}"),
-        ("json-config", json.dumps({"database": {"host": "db", "user": "app", "password": g.password(18)},
+        ("json-confi"
+         "g", json.dumps({"database": {"host": "db", "user": "app", "password": g.password(18)},
                                     "port": 8080}, indent=2)),
-        ("json-api-key", json.dumps({"apiKey": g.alnum(32), "endpoint": "https://api.example.com"})),
-        ("toml-config", f"[database]\nhost = \"db.internal\"\nuser = \"app\"\npassword = \"{g.password(18)}\""),
-        ("yaml-secret", f"smtp:\n  host: smtp.acme.io\n  user: noreply\n  password: {g.password(16)}"),
+        ("json-api-key", json.dumps({"apiKey": g.alnum(32), "endpoint": "https://api.example.co"
+                                                                        "m"})),
+        ("toml-config", f"[database]\nhost = \"db.internal\"\nuser = \"app\"\npassword ="
+                        f" \"{g.password(18)}\""),
+        ("yaml-secret", f"smtp:\n  host: smtp.acme.io\n  user: noreply\n  password:"
+                        f" {g.password(16)}"),
         ("env-generic-secret", f"APP_SECRET_KEY={g.urlsafe(50)}"),
-        ("django-secret", f"SECRET_KEY = 'django-insecure-{g.chars(_LOWER + _DIGITS + '!@#$%^&*(-_=+)', 50)}'"),
+        ("django-secret", f"SECRET_KEY = 'django-insecure"
+                          f"-{g.chars(_LOWER + _DIGITS + '!@#$%^&*(-_=+)', 50)}'"),
         ("rails-master-key", f"RAILS_MASTER_KEY={g.hex(32)}"),
         ("jwt-secret", f"JWT_SECRET={g.raw_b64(48)}"),
         ("encryption-key", f"ENCRYPTION_KEY=base64:{g.raw_b64(32)}"),
@@ -374,21 +402,27 @@ def _lookalikes(g: _Gen) -> list[tuple[str, str]]:
         ("npm-integrity", f"\"integrity\": \"sha512-{g.raw_b64(64)}\""),
         ("npm-integrity-sha1", f"\"integrity\": \"sha1-{g.raw_b64(20)}\""),
         ("pip-hash", f"requests==2.32.3 \\\n    --hash=sha256:{g.hex(64)}"),
-        ("cargo-checksum", f"[[package]]\nname = \"serde\"\nversion = \"1.0.203\"\nchecksum = \"{g.hex(64)}\""),
+        ("cargo-checksum", f"[[package]]\nname = \"serde\"\nversion = \"1.0.203\"\nchecksum ="
+                           f" \"{g.hex(64)}\""),
         ("go-sum", f"golang.org/x/net v0.25.0 h1:{g.raw_b64(32)}"),
-        ("yarn-lock", f"lodash@^4.17.21:\n  resolved \"https://registry.yarnpkg.com/lodash/-/lodash-4.17.21.tgz"
+        ("yarn-lock", f"lodash@^4.17.21:\n  resolved \"https://registry.yarnpkg.com/lodash/-/loda"
+                      f"sh-4.17.21.tgz"
                       f"#{g.hex(40)}\"\n  integrity sha512-{g.raw_b64(64)}"),
         ("docker-digest", f"image: nginx@sha256:{g.hex(64)}"),
-        ("docker-pull", f"Digest: sha256:{g.hex(64)}\nStatus: Downloaded newer image for python:3.12-slim"),
-        ("git-lfs-pointer", f"version https://git-lfs.github.com/spec/v1\noid sha256:{g.hex(64)}\nsize 1048576"),
+        ("docker-pull", f"Digest: sha256:{g.hex(64)}\nStatus: Downloaded newer image for python:3"
+                        f".12-slim"),
+        ("git-lfs-pointer", f"version https://git-lfs.github.com/spec/v1\noid sha256:{g.hex(64)}"
+                            f"\nsize 1048576"),
         ("md5sum", f"{g.hex(32)}  release-1.4.0.tar.gz"),
         ("sha256sum", f"{g.hex(64)}  memdir-0.9.0-py3-none-any.whl"),
         ("trace-id", f"trace_id={g.hex(32)} span_id={g.hex(16)} took 840ms"),
         ("etag", f"ETag: \"{g.hex(40)}\""),
         ("s3-request-id", f"x-amz-request-id: {g.upper_alnum(16)}\nx-amz-id-2: {g.raw_b64(60)}"),
-        ("gpg-fingerprint", f"pub   rsa4096 2023-01-02 [SC]\n      {g.hex(40).upper()}\nuid  Release Bot"),
+        ("gpg-fingerprint", f"pub   rsa4096 2023-01-02 [SC]\n      {g.hex(40).upper()}\nuid  Rele"
+                            f"ase Bot"),
         ("ssh-fingerprint", f"ED25519 key fingerprint is SHA256:{g.raw_b64(32).rstrip('=')}."),
-        ("nix-store", f"/nix/store/{g.chars('0123456789abcdfghijklmnpqrsvwxyz', 32)}-python3-3.12.4/bin/python"),
+        ("nix-store", f"/nix/store/{g.chars('0123456789abcdfghijklmnpqrsvwxyz', 32)}-python3-3.12"
+                      f".4/bin/python"),
         ("ipfs-cid", f"pinned bafybei{g.chars('abcdefghijklmnopqrstuvwxyz234567', 52)}"),
         ("ulid", f"order 01{g.chars('0123456789ABCDEFGHJKMNPQRSTVWXYZ', 24)} shipped"),
         ("mongo-objectid", f"db.users.find({{_id: ObjectId(\"{g.hex(24)}\")}})"),
@@ -396,20 +430,25 @@ def _lookalikes(g: _Gen) -> list[tuple[str, str]]:
         ("cloudfront-id", f"CloudFront distribution E{g.upper_alnum(13)} invalidated"),
         ("google-doc-url", f"design doc: https://docs.google.com/document/d/1{g.urlsafe(43)}/edit"),
         ("youtube", f"recording: https://www.youtube.com/watch?v={g.urlsafe(11)}"),
-        ("stripe-object-ids", f"customer cus_{g.alnum(14)} paid invoice in_{g.alnum(24)} via pi_{g.alnum(24)}"),
+        ("stripe-object-ids", f"customer cus_{g.alnum(14)} paid invoice in_{g.alnum(24)} via pi"
+                              f"_{g.alnum(24)}"),
         ("stripe-publishable", f"STRIPE_PUBLISHABLE_KEY=pk_test_51{g.alnum(97)}"),
         ("terraform-lineage", f"\"lineage\": \"{g.uuid()}\",\n\"serial\": 412"),
         ("k8s-uid", f"uid: {g.uuid()}\nresourceVersion: \"{g.digits(8)}\""),
         ("tsid", f"job run {g.digits(18)} finished"),
         # --- base64 of non-secret things -------------------------------------------------
-        ("base64-hello", f"echo -n 'hello world' | base64 gives {base64.b64encode(b'hello world').decode()}"),
+        ("base64-hello", f"echo -n 'hello world' | base64 gives"
+                         f" {base64.b64encode(b'hello world').decode()}"),
         ("base64-json", "header is " + base64.b64encode(json.dumps(
             {"region": "eu-west-1", "retries": 3, "feature": "dark-mode"}).encode()).decode()),
-        ("data-uri", f"background: url(data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAABAAAAAQ{g.raw_b64(90)});"),
+        ("data-uri", f"background: url(data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAABAAAAA"
+                     f"Q{g.raw_b64(90)});"),
         ("k8s-configmap-b64", "kind: ConfigMap\nbinaryData:\n  logo.svg: " + base64.b64encode(
-            b"<svg xmlns='http://www.w3.org/2000/svg' width='16' height='16'><circle r='8'/></svg>").decode()),
+            b"<svg xmlns='http://www.w3.org/2000/svg' width='16' height='16'><circle r='8'/></svg"
+            b">").decode()),
         # --- names and paths -------------------------------------------------------------
-        ("long-path", "/home/dana/projects/acme-platform/services/billing-api/src/main/java/io/acme/"
+        ("long-path", "/home/dana/projects/acme-platform/services/billing-api/src/main/java/io/ac"
+                      "me/"
                       "billing/invoices/InvoiceReconciliationService.java"),
         ("node-modules-path", "node_modules/@typescript-eslint/eslint-plugin/dist/rules/"
                               "no-unnecessary-type-assertion.js:42"),
@@ -421,7 +460,8 @@ def _lookalikes(g: _Gen) -> list[tuple[str, str]]:
                           f"worker-{g.hex(9)}-{g.lower_alnum(5)}  1/1  Running"),
         ("aws-arn", f"arn:aws:iam::{g.digits(12)}:role/github-actions-deploy"),
         ("aws-account", f"prod account is {g.digits(12)}, staging is {g.digits(12)}"),
-        ("aws-arn-secret", f"arn:aws:secretsmanager:eu-west-1:{g.digits(12)}:secret:prod/db-{g.alnum(6)}"),
+        ("aws-arn-secret", f"arn:aws:secretsmanager:eu-west-1:{g.digits(12)}:secret:prod/db"
+                           f"-{g.alnum(6)}"),
         ("aws-example-key", "AWS docs use AKIAIOSFODNN7EXAMPLE as the access key id"),
         ("aws-example-pair", "aws_access_key_id = AKIAIOSFODNN7EXAMPLE\n"
                              "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
@@ -431,7 +471,8 @@ def _lookalikes(g: _Gen) -> list[tuple[str, str]]:
         ("css-colour", "primary: #1e293b; accent: #f97316; muted: #94a3b8"),
         ("hex-colour-list", "palette = ['#" + "', '#".join(g.hex(6) for _ in range(10)) + "']"),
         ("semver", "bumped to 2.14.0-rc.3+build.5521, then 2.14.0"),
-        ("iso-timestamp", "deploy started 2025-03-04T17:22:05.123456Z, done 2025-03-04T17:31:40+00:00"),
+        ("iso-timestamp", "deploy started 2025-03-04T17:22:05.123456Z, done 2025-03-04T17:31:40+0"
+                          "0:00"),
         ("ip-port", "the service listens on 10.0.3.12:8443 and ::1:9090"),
         # --- placeholders ----------------------------------------------------------------
         ("placeholder-angle", "curl -H \"Authorization: Bearer <token>\" https://api.example.com"),
@@ -449,7 +490,8 @@ def _lookalikes(g: _Gen) -> list[tuple[str, str]]:
         ("placeholder-your-key", "OPENAI_API_KEY=your-api-key-here"),
         ("placeholder-mongo", "mongodb+srv://<username>:<password>@cluster0.example.mongodb.net/"),
         ("placeholder-cmd-subst", "export GITHUB_TOKEN=$(gh auth token)"),
-        ("placeholder-bearer-var", "curl -H \"Authorization: Bearer $TOKEN\" https://api.example.com"),
+        ("placeholder-bearer-var", "curl -H \"Authorization: Bearer $TOKEN\" https://api.example."
+                                   "com"),
         ("placeholder-empty-env", "# .env.example\nSTRIPE_KEY=\nSENDGRID_API_KEY=\nDATABASE_URL="),
         ("placeholder-redacted", "the key was sk-ant-...redacted... in the log"),
         ("placeholder-vault-ref", "password: vault:secret/data/prod/db#password"),
@@ -459,7 +501,8 @@ def _lookalikes(g: _Gen) -> list[tuple[str, str]]:
         ("prose-rotate", "rotate the password monthly and never reuse the last five"),
         ("prose-expires", "the token expires after 1 hour, refresh it with the refresh token"),
         ("prose-vault", "password: see 1Password vault 'infra'"),
-        ("prose-ask", "the API key lives in Doppler (project billing, config prd), ask ops for access"),
+        ("prose-ask", "the API key lives in Doppler (project billing, config prd), ask ops for ac"
+                      "cess"),
         ("prose-secret-manager", "DB credentials come from AWS Secrets Manager at start-up"),
         ("config-min-length", "password_min_length = 12\npassword_require_symbol = true"),
         ("config-token-limit", "token_limit: 4096\nmax_tokens=512\ntemperature: 0.2"),
@@ -468,14 +511,18 @@ def _lookalikes(g: _Gen) -> list[tuple[str, str]]:
         ("config-token-ttl", "TOKEN_TTL=3600\nSESSION_COOKIE_SECURE=true\nPASSWORD_HASHER=argon2"),
         ("config-key-path", "ssl_certificate_key /etc/nginx/certs/privkey.pem;"),
         ("config-flag", "use the --token flag or set MEMDIR_TOKEN_FILE=~/.config/memdir/token"),
-        ("config-auth-type", "auth:\n  type: oauth2\n  token_url: https://auth.example.com/oauth/token"),
+        ("config-auth-type", "auth:\n  type: oauth2\n  token_url: https://auth.example.com/oauth/"
+                             "token"),
         ("config-password-file", "POSTGRES_PASSWORD_FILE=/run/secrets/postgres_password"),
         # --- public keys and certificates -----------------------------------------------
-        ("ssh-ed25519-pub", f"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{g.raw_b64(32).rstrip('=')} dana@laptop"),
-        ("ssh-rsa-pub", f"ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABgQ{g.raw_b64(380).rstrip('=')} ci@build"),
+        ("ssh-ed25519-pub", f"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{g.raw_b64(32).rstrip('=')} da"
+                            f"na@laptop"),
+        ("ssh-rsa-pub", f"ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABgQ{g.raw_b64(380).rstrip('=')} ci@b"
+                        f"uild"),
         ("authorized-keys", f"# authorized_keys\nssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI"
                             f"{g.raw_b64(32).rstrip('=')} deploy"),
-        ("pem-public", "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8A" + g.pem_body(240)
+        ("pem-public", "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8"
+                       "A" + g.pem_body(240)
                        + "\n-----END PUBLIC KEY-----"),
         ("pem-certificate", "-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIE" + g.pem_body(700)
                             + "\n-----END CERTIFICATE-----"),
@@ -485,7 +532,8 @@ def _lookalikes(g: _Gen) -> list[tuple[str, str]]:
         ("db-url-no-password", "DATABASE_URL=postgresql://localhost/mydb"),
         ("redis-local", "REDIS_URL=redis://localhost:6379/0"),
         ("url-with-user-only", "git clone ssh://git@github.com/acme/infra.git"),
-        ("url-query", f"https://shop.example.com/cart?session_ref=checkout&page=2&sort=price&utm_id={g.digits(9)}"),
+        ("url-query", f"https://shop.example.com/cart?session_ref=checkout&page=2&sort=price&utm_"
+                      f"id={g.digits(9)}"),
     ]
 
 

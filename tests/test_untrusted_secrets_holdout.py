@@ -18,9 +18,9 @@ import string
 from pathlib import Path
 
 import pytest
-
 from bench.secret_detection import run
 from bench.secrets_holdout import corpus
+
 from memdir import Memdir, SecretDetectedError
 from memdir.safety import find_secrets, redact_secrets
 
@@ -78,8 +78,9 @@ def test_each_generalised_rule_finds_its_secret(text: str) -> None:
 
 LOOKALIKES = {
     "aws published example key": "AWS docs use AKIAIOSFODNN7EXAMPLE as the access key id",
-    "aws published example pair": "aws_access_key_id = AKIAIOSFODNN7EXAMPLE\n"
-                                  "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "aws published example pair": (
+        "aws_access_key_id = AKIAIOSFODNN7EXAMPLE\n"
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
     "masked token": "GITHUB_TOKEN=ghp_" + "X" * 36,
     "stripe publishable key": f"STRIPE_PUBLISHABLE_KEY=pk_test_51{_alnum(97)}",
     "go.sum hash": f"golang.org/x/net v0.25.0 h1:{base64.b64encode(_R.randbytes(32)).decode()}",

@@ -324,7 +324,8 @@ PROVIDER_RULES: tuple[Rule, ...] = (
     Rule("a credential passed as a command-line option",
          ("--api", "--token", "--pass", "--access", "--auth", "--secret", "--client", "--bot"),
          _r(r"(?<![\w-])--(?:api[-_]?key|(?:access|auth|api|bot)[-_]token|token|password|"
-            r"passwd|passphrase|client[-_]secret|secret)(?:=|\s+)[\"']?[^\s\"'$<{%][^\s\"']{7,}", _I),
+            r"passwd|passphrase|client[-_]secret|secret)(?:=|\s+)[\"']?[^\s\"'$<{%]"
+            r"[^\s\"']{7,}", _I),
          lambda text: strong_password(re.split(r"[=\s]+", text, maxsplit=1)[-1].strip("\"'"))
          or looks_random(text.split(None, 1)[-1].split("=", 1)[-1], 16, 3.0), spaced=True),
     Rule("an LDAP bind password on a command line", ("ldap",),

@@ -58,7 +58,8 @@ _SEPARATOR = r":=|=>|==|=|:"
 _PROSE_SEPARATOR = r"\s(?P<word>is|to)(?=\s)"
 # A value starts on its key's line: "KEY=" with nothing after it assigns nothing, it does not
 # take the next line's "OTHER_KEY=" for its value.
-_VALUE = r"[ \t]*(?:\"(?P<dq>[^\"\n]{1,300})\"|'(?P<sq>[^'\n]{1,300})'|(?P<bare>[^\s\"'`,;]{1,300}))"
+_VALUE = (r"[ \t]*(?:\"(?P<dq>[^\"\n]{1,300})\"|'(?P<sq>[^'\n]{1,300})'"
+          r"|(?P<bare>[^\s\"'`,;]{1,300}))")
 _KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 _MAX_KEY = 61
 
@@ -238,7 +239,7 @@ def _prose_starts(text: str) -> list[int]:
     lowered = text.lower()
     if len(lowered) != len(text):  # a character that lower-cases to two: positions differ
         return [m.start() for m in _regex(_PROSE_WORD).finditer(text)]
-    starts = set()
+    starts: set[int] = set()
     for stem, offsets in _PROSE_STEMS:
         at = lowered.find(stem)
         while at >= 0:
