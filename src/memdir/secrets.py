@@ -1,6 +1,6 @@
 """The secret detector: provider token formats, credential assignments, high-entropy values.
 
-Three kinds of rule, each a :class:`Rule` (a label, the lower-cased substrings a match cannot
+Four kinds of rule; the first is a list of :class:`Rule` (a label, the lower-cased substrings a match cannot
 do without, a regex, and an optional check of the matched value):
 
 - provider formats (:data:`memdir.secret_rules.PROVIDER_RULES`): a token whose shape names its
@@ -10,7 +10,10 @@ do without, a regex, and an optional check of the matched value):
   ``"apiKey":``, ``export AWS_SECRET_ACCESS_KEY=``, ``password is``) with a literal value that
   is not a placeholder, a reference (``${X}``, ``os.environ[...]``), a path or a plain word;
 - an entropy check for any other assignment: a long value that looks random (mixed letters
-  and digits, at least 4 bits of entropy a character) and is not a hash of a known kind.
+  and digits, at least 4 bits of entropy a character) and is not a hash of a known kind nor
+  base64 of text;
+- a credential named in prose ("the staging db password is …", "root password on the
+  bastion: …", "login: admin / …"): only a value shaped like a password counts.
 
 Invariants:
 - The common case costs about what one regex pass costs: a rule's regex runs only on text
@@ -19,9 +22,10 @@ Invariants:
   Regexes compile on first use; nothing here imports more than ``re``, ``math``, ``heapq``.
 - Findings name the kind of secret and show a redacted preview, never the secret.
 - Benign look-alikes stay allowed: paths, branch names (``sk-1234-fix-login``), git SHAs,
-  UUIDs, lockfile hashes, placeholders (``<your-api-key>``, ``changeme``, ``${DB_PASSWORD}``)
-  and prose about secrets. ``bench/secret_detection.py`` measures both sides on a labelled
-  corpus, on every write path.
+  UUIDs, lockfile hashes, placeholders (``<your-api-key>``, ``changeme``, ``${DB_PASSWORD}``,
+  masked or published example tokens: ``ghp_XXXX…``, ``AKIAIOSFODNN7EXAMPLE``), public keys,
+  publishable keys (Stripe ``pk_``) and prose about secrets. ``bench/secret_detection.py`` measures both sides on a labelled
+  corpus, on every write path, and on a held-out one written before the rules were read.
 """
 
 from __future__ import annotations
