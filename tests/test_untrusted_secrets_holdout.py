@@ -61,6 +61,7 @@ SECRETS = {
     "htpasswd password": f"htpasswd -b -c .htpasswd admin '{_alnum(10)}#7'",
     "sdk client literal": f'co = cohere.Client("{_alnum(40)}")',
     "quoted literal with brackets": f"SECRET_KEY = 'django-insecure-{_alnum(20)}(*)^{_alnum(20)}'",
+    "curl -u password starting with @": f"curl -u admin:@5{_alnum(12)} https://ci.acme.io/api",
     "url password holding @": f"DATABASE_URL=postgres://app:@4#{_alnum(14)}@db.internal:5432/app",
     "yaml password starting with @": f'ldap:\n  bind_password: "@{_alnum(12)}-7x"',
     "prose: api key is": f"The vendor API key is {_alnum(32)}, ask Sam before rotating it.",
@@ -93,6 +94,8 @@ LOOKALIKES = {
     "url query parameters": f"https://shop.example.com/cart?session_ref=checkout&page=2&sort=price"
                             f"&utm_id={_pick('123456789', 9)}",
     "issuer prefix without a token": "STRIPE_SECRET_KEY=sk_live_",
+    "value that is an assignment": "credentials: AWS_PROFILE=staging-admin1",
+    "prose naming a resource": "the k8s secret is db-creds-v2x9",
 }
 
 

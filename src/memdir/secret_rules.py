@@ -213,8 +213,9 @@ PROVIDER_RULES: tuple[Rule, ...] = (
          # The password may hold "@" (pasted unencoded): the host follows the last one.
          _r(r"\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@'\"]*:[^\s/'\"]{2,}@[^\s/@'\"]+", _I),
          _not_placeholder_password, anchor="://", spaced=True),
+    # "-u user:password": the password may hold "@" (no host follows it here).
     Rule("a command-line credential", ("-u ", "--user "),
-         _r(r"(?:-u|--user)\s+['\"]?[\w.@-]{1,64}:(?P<pw>[^\s'\"@]{6,})"),
+         _r(r"(?:-u|--user)\s+['\"]?[\w.@-]{1,64}:(?P<pw>[^\s'\"]{6,})"),
          lambda text: looks_random(text.rsplit(":", 1)[-1].strip("'\""), 6, 2.0)
          or any(c in text.rsplit(":", 1)[-1] for c in "!#%^*+"), spaced=True),
     Rule("a database or registry password on a command line",

@@ -123,6 +123,11 @@ def _word_in(word: str, key: str, lowered: str) -> bool:
     return False
 
 
+# A value that is itself an assignment: an environment name or a snake_case key, then "="
+# (case-sensitive: a random password may hold "=" after a few letters, "u_zR=Bs3…").
+_INNER_ASSIGNMENT = r"(?-i:[A-Z][A-Z0-9]+_[A-Z0-9_]+|[a-z]{2,}_[a-z_]+)=(?!=)"
+
+
 def _assigned_secret(key: str, sep: str, value: str, quoted: bool = False) -> bool:
     """Whether ``value``, assigned to ``key``, is a literal credential."""
     value = value.strip().rstrip(".,;)")
@@ -130,6 +135,8 @@ def _assigned_secret(key: str, sep: str, value: str, quoted: bool = False) -> bo
         return False
     if re.fullmatch(r"[a-z]+(?:[_-][a-z0-9]+)*[_-]", value):
         return False  # an issuer's prefix with no token after it ("sk_live_", "dop_v1_")
+    if _regex(_INNER_ASSIGNMENT).match(value):
+        return False  # "credentials: AWS_PROFILE=x": the inner assignment is judged on its own
     if _regex(_PLACEHOLDER).search(value) and not (
             (value[0] == "/" and looks_random(value, 20, 3.5))  # base64 may start with "/"
             or (value[0] in "@&" and "/" not in value and strong_password(value))):
@@ -145,8 +152,8 @@ def _assigned_secret(key: str, sep: str, value: str, quoted: bool = False) -> bo
     symbols = len(value) - digits - letters
     if _credential_key(key):
         prose = sep.strip().lower() in ("is", "to")
-        if prose and (len(value) < 8 or not (digits and letters)):
-            return False  # "the password is rotated weekly", "set the token to expire"
+        if prose and not strong_password(value):
+            return False  # "the password is rotated weekly", "the secret is db-creds-v2"
         if len(value) >= 8 and letters and (digits or symbols):
             return True
         # Letters alone: random only if both cases mix in a long value ("wCBdnbPMNMIIeF…"),
@@ -266,8 +273,11 @@ def _prose_credentials(text: str) -> Iterator[tuple[int, int]]:
             if match is None:
                 continue
             value = match.group("value").rstrip(".")
-            if (len(value) >= min_len and not _regex(_PLACEHOLDER).search(value)
-                    and strong_password(value)):
+            if (len(value) < min_len or _regex(_PLACEHOLDER).search(value)
+                    or _regex(_INNER_ASSIGNMENT).match(value)
+                    or (any(c in value for c in "()[]{}") and not looks_random(value, 16, 3.5))):
+                continue  # short, a placeholder, an assignment, a call ("Base64URL(JSON)")
+            if strong_password(value):
                 yield match.start("value"), match.start("value") + len(value)
                 break
 
