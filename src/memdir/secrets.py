@@ -1,7 +1,8 @@
-"""The secret detector: provider token formats, credential assignments, high-entropy values.
+"""The secret detector: provider token formats, credential assignments, high-entropy values
+and credentials named in prose.
 
-Four kinds of rule; the first is a list of :class:`Rule` (a label, the lower-cased substrings a match cannot
-do without, a regex, and an optional check of the matched value):
+Four kinds of rule; the first is a list of :class:`Rule` (a label, the lower-cased substrings
+a match cannot do without, a regex, and an optional check of the matched value):
 
 - provider formats (:data:`memdir.secret_rules.PROVIDER_RULES`): a token whose shape names its
   issuer (``ghp_…``, ``xoxb-…``, ``AKIA…``, ``SG.….…``, a private key block, a URL with a
@@ -19,13 +20,15 @@ Invariants:
 - The common case costs about what one regex pass costs: a rule's regex runs only on text
   that holds one of its clues, and the clues of token-shaped rules are looked for (by one trie
   regex) only in runs of 16 or more token characters, which most memories do not have.
-  Regexes compile on first use; nothing here imports more than ``re``, ``math``, ``heapq``.
+  Regexes compile on first use; nothing here imports more than ``re``, ``math``, ``heapq``
+  at start-up (``base64`` only for the rare high-entropy value).
 - Findings name the kind of secret and show a redacted preview, never the secret.
 - Benign look-alikes stay allowed: paths, branch names (``sk-1234-fix-login``), git SHAs,
   UUIDs, lockfile hashes, placeholders (``<your-api-key>``, ``changeme``, ``${DB_PASSWORD}``,
   masked or published example tokens: ``ghp_XXXX…``, ``AKIAIOSFODNN7EXAMPLE``), public keys,
-  publishable keys (Stripe ``pk_``) and prose about secrets. ``bench/secret_detection.py`` measures both sides on a labelled
-  corpus, on every write path, and on a held-out one written before the rules were read.
+  publishable keys (Stripe ``pk_``) and prose about secrets. ``bench/secret_detection.py``
+  measures both sides on a labelled corpus, on every write path, and on a held-out one
+  written before the rules were read.
 """
 
 from __future__ import annotations
