@@ -18,6 +18,10 @@ Usage::
     python bench/secret_detection.py --paths library,cli   # some of them
     python bench/secret_detection.py --misses              # also list what each path got wrong
     python bench/secret_detection.py --seed 7 --paths library  # other random parts
+    python bench/secret_detection.py --corpus holdout --paths library --misses
+
+``--corpus holdout`` runs ``bench/secrets_holdout.py`` instead: a corpus written before the
+detector's rules were read, so its numbers measure how the rules generalise.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench import secrets_holdout
 from bench.secrets_corpus import SEED, Entry, corpus
 from memdir import Memdir, SecretDetectedError
 from memdir.extract import SECRET_SKIPPED
@@ -212,10 +217,14 @@ def run(paths: Sequence[str], entries: Sequence[Entry] | None = None) -> list[Ta
     return tallies
 
 
-def table(tallies: Sequence[Tally], entries: Sequence[Entry]) -> str:
+CORPORA = {"tuned": "bench/secrets_corpus.py", "holdout": "bench/secrets_holdout.py"}
+
+
+def table(tallies: Sequence[Tally], entries: Sequence[Entry],
+          source: str = CORPORA["tuned"]) -> str:
     providers = len({e.provider for e in entries if e.secret})
     lines = [f"Corpus: {sum(e.secret for e in entries)} secrets of {providers} providers, "
-             f"{sum(not e.secret for e in entries)} look-alikes (bench/secrets_corpus.py).",
+             f"{sum(not e.secret for e in entries)} look-alikes ({source}).",
              "",
              "| write path | secrets refused | look-alikes refused | other errors |",
              "|---|---|---|---|"]
@@ -230,17 +239,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--paths", default=",".join(PATHS),
                         help=f"comma-separated write paths (default: all of {', '.join(PATHS)})")
     parser.add_argument("--misses", action="store_true", help="list each path's mistakes")
-    parser.add_argument("--seed", type=int, default=SEED,
-                        help="seed of the corpus's random parts (default: the fixed one)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="seed of the corpus's random parts (default: the corpus's fixed one)")
+    parser.add_argument("--corpus", choices=sorted(CORPORA), default="tuned",
+                        help="tuned: the corpus the rules were written with (default); holdout: "
+                             "the one written before reading them")
     args = parser.parse_args(argv)
     paths = [p.strip() for p in args.paths.split(",") if p.strip()]
     unknown = [p for p in paths if p not in PATHS]
     if unknown:
         parser.error(f"unknown path(s) {', '.join(unknown)}; use any of {', '.join(PATHS)}")
     os.environ.setdefault("MEMDIR_SEMANTIC", "0")
-    entries = corpus(args.seed)
+    if args.corpus == "holdout":
+        entries: list[Entry] = list(secrets_holdout.corpus(  # type: ignore[arg-type]
+            secrets_holdout.SEED if args.seed is None else args.seed))
+    else:
+        entries = corpus(SEED if args.seed is None else args.seed)
     tallies = run(paths, entries)
-    print(table(tallies, entries))
+    print(table(tallies, entries, CORPORA[args.corpus]))
     if args.misses:
         for t in tallies:
             for line in [*t.misses, *t.errors]:

@@ -102,7 +102,7 @@ def test_a_reply_that_is_not_the_schema_falls_back_to_rules(
 
 
 SECRETS = [
-    "AWS key AKIAIOSFODNN7EXAMPLE goes in the deploy env",
+    "AWS key AKIAIOSFODNN7EXAMPL3 goes in the deploy env",
     "GitHub token ghp_abcdefghijklmnopqrstuvwxyz0123456789 for CI",
     "OpenAI key sk-proj-abcdefghijklmnopqrstuvwxyz123456 for evals",
     "Anthropic key sk-ant-api03-abcdefghijklmnopqrstuvwx is shared",

@@ -288,7 +288,7 @@ def test_validation_holds_on_import_into_postgres(tmp_path: Path,
     dump = tmp_path / "bad.jsonl"
     dump.write_text("\n".join([
         json.dumps({"content": "Good memory about queues", "type": "fact", "id": "good0001"}),
-        json.dumps({"content": "key AKIAIOSFODNN7EXAMPLE", "type": "fact"}),
+        json.dumps({"content": "key AKIAIOSFODNN7EXAMPL3", "type": "fact"}),
         json.dumps({"content": "no such type", "type": "thought"}),
         "not json",
         json.dumps({"content": "good memory ABOUT queues", "type": "fact"}),

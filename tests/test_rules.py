@@ -248,7 +248,7 @@ SECRET_MESSAGES = [
     "From now on use sk-proj-abcdefghijklmnopqrstuvwxyz123456 for OpenAI calls.",
     "We must connect with postgres://admin:hunter22@db.internal:5432/app in CI.",
     "I prefer keeping password=Sup3rSecret99 in the .env file.",
-    "Never rotate AKIAIOSFODNN7EXAMPLE.\n\nAlso, never use wildcard imports.",
+    "Never rotate AKIAIOSFODNN7EXAMPL3.\n\nAlso, never use wildcard imports.",
     "Always send Authorization: Bearer abcdefghijklmnopqrstuvwxyz012345 upstream.",
 ]
 

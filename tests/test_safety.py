@@ -13,7 +13,7 @@ from memdir.safety import find_secrets, strip_private
 
 SECRETS = {
     "a private key block": "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n",
-    "an AWS access key id": "key AKIAIOSFODNN7EXAMPLE for prod",
+    "an AWS access key id": "key AKIAIOSFODNN7EXAMPL3 for prod",
     "an Anthropic API key": "ANTHROPIC sk-ant-api03-abcdefghijklmnopqrstuvwx",
     "an OpenAI-style API key": "use sk-proj-abcdefghijklmnopqrstuvwxyz123456",
     "a GitHub token": "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
@@ -37,7 +37,7 @@ MORE_SECRETS = [
     ("a bearer token", "BEARER abcdefghijklmnopqrstuvwxyz012345"),
     ("a password or key assignment", "PASSWD: hunter2hunter2"),
     ("a password or key assignment", "apiKey = 'a8f5f167f44f4964e6c998dee827110c'"),
-    ("an AWS access key id", "ASIAIOSFODNN7EXAMPLE"),
+    ("an AWS access key id", "ASIAIOSFODNN7EXAMPL3"),
 ]
 
 
@@ -95,11 +95,11 @@ def test_doctor_finds_a_secret_written_into_a_file_by_hand(md: Memdir) -> None:
     memory = md.store("The deploy user is ci-bot", type="fact")
     assert memory.path is not None
     original = memory.path.read_text()
-    memory.path.write_text(original.replace("ci-bot", "ci-bot with AKIAIOSFODNN7EXAMPLE"))
+    memory.path.write_text(original.replace("ci-bot", "ci-bot with AKIAIOSFODNN7EXAMPL3"))
     problems = md.doctor()
     assert [(p.kind, p.where) for p in problems] == [("secret", str(memory.path))]
     assert "AWS access key" in problems[0].message
-    assert "AKIAIOSFODNN7EXAMPLE" not in problems[0].message
+    assert "AKIAIOSFODNN7EXAMPL3" not in problems[0].message
 
 
 TOKEN = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"

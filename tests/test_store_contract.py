@@ -127,7 +127,7 @@ def test_stored_memory_comes_back_by_get_with_all_fields(store: Any) -> None:
 
 def test_writes_are_validated_the_same_way(store: Any) -> None:
     with pytest.raises(SecretDetectedError):
-        store.store("the deploy key is AKIAIOSFODNN7EXAMPLE", type="fact")
+        store.store("the deploy key is AKIAIOSFODNN7EXAMPL3", type="fact")
     with pytest.raises(UnknownTypeError) as info:
         store.store("something", type="thought")
     assert "feedback" in info.value.hint and "decision" in info.value.hint

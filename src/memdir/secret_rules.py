@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
-__all__ = ["PROVIDER_RULES", "Rule", "looks_random"]
+__all__ = ["PROVIDER_RULES", "Rule", "looks_random", "strong_password"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,8 @@ class Rule:
         else:
             found = self._anchored(text)
         for match in found:
+            if re.search(_PLACEHOLDER_TOKEN, match.group(0)):  # re caches the compiled form
+                continue  # a documented example or a masked token, not a credential
             if self.check is None or self.check(match.group(0)):
                 yield match
 
@@ -71,6 +73,9 @@ class Rule:
 
 
 _REACH = 200
+# A token of the right shape that is a published example (AWS's ``AKIAIOSFODNN7EXAMPLE``) or
+# masked (``ghp_XXXX…``, ``sk_live_****``): a random token holds neither by chance.
+_PLACEHOLDER_TOKEN = r"EXAMPLE|[xX]{8,}|\*{4,}"
 
 
 def _entropy(text: str) -> float:
@@ -99,6 +104,26 @@ def looks_random(value: str, min_len: int = 16, min_entropy: float = 3.0) -> boo
     if len(parts) >= 3 and sum(p.isalpha() and p.islower() for p in parts) * 2 >= len(parts):
         return False
     return _entropy(core) >= min_entropy
+
+
+def strong_password(value: str, min_len: int = 8) -> bool:
+    """A value a person or a generator chose as a password: letters with digits, and symbols
+    or mixed case (``hunter2-Xq9!zP``), or a random token; not a word, a slug of words, a
+    path, a date or a version (``2025-03-04``, ``v2.14.0-rc.3``)."""
+    if not min_len <= len(value) <= 128 or re.search(r"[/\\]", value):
+        return looks_random(value, 16, 3.5)
+    if re.match(r"\d{4}-\d{2}-\d{2}|v?\d+(?:\.\d+)+", value):
+        return False
+    letters = sum(c.isalpha() for c in value)
+    digits = sum(c.isdigit() for c in value)
+    symbols = len(value) - letters - digits
+    mixed = any(c.isupper() for c in value) and any(c.islower() for c in value)
+    parts = [p for p in re.split(r"[-_.]", value) if p]
+    if len(parts) >= 3 and sum(p.isalpha() and p.islower() for p in parts) * 2 >= len(parts):
+        return False  # "sk-1234-fix-login": a slug of words
+    if letters < 3 or not digits or _entropy(value) < 3.0:
+        return False
+    return bool(symbols and (mixed or digits >= 2)) or looks_random(value, 12, 3.0)
 
 
 def _random(min_len: int, min_entropy: float = 3.0) -> Callable[[str], bool]:
@@ -171,7 +196,8 @@ PROVIDER_RULES: tuple[Rule, ...] = (
     Rule("a Google OAuth client secret", ("gocspx-",), _r(r"GOCSPX-[A-Za-z0-9_-]{28}")),
     Rule("a Google OAuth token", ("ya29.",), _r(rf"{_B}ya29\.[0-9A-Za-z_-]{{30,}}")),
     Rule("a Stripe key", ("_live_", "_test_", "whsec_"),
-         _r(rf"{_B}(?:(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{{16,}}|whsec_[A-Za-z0-9]{{24,}})")),
+         # Not pk_: a publishable key is meant to be embedded in web pages.
+         _r(rf"{_B}(?:(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{{16,}}|whsec_[A-Za-z0-9]{{24,}})")),
     Rule("a Square token", ("sq0atp-", "sq0csp-", "eaaa"),
          _r(rf"{_B}(?:sq0atp-[\w-]{{22}}|sq0csp-[\w-]{{43}}|EAAA[\w-]{{60}})")),
     Rule("a PayPal Braintree token", ("access_token$",),
@@ -184,10 +210,12 @@ PROVIDER_RULES: tuple[Rule, ...] = (
          _r(r"\bBasic\s+[A-Za-z0-9+/]{8,}={0,2}(?![A-Za-z0-9+/=])"), _basic_credential,
          spaced=True),
     Rule("a URL with credentials", ("://",),
-         _r(r"\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@'\"]*:[^\s@/'\"]{2,}@[^\s/'\"]+", _I),
+         # The password may hold "@" (pasted unencoded): the host follows the last one.
+         _r(r"\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@'\"]*:[^\s/'\"]{2,}@[^\s/@'\"]+", _I),
          _not_placeholder_password, anchor="://", spaced=True),
+    # "-u user:password": the password may hold "@" (no host follows it here).
     Rule("a command-line credential", ("-u ", "--user "),
-         _r(r"(?:-u|--user)\s+['\"]?[\w.@-]{1,64}:(?P<pw>[^\s'\"@]{6,})"),
+         _r(r"(?:-u|--user)\s+['\"]?[\w.@-]{1,64}:(?P<pw>[^\s'\"]{6,})"),
          lambda text: looks_random(text.rsplit(":", 1)[-1].strip("'\""), 6, 2.0)
          or any(c in text.rsplit(":", 1)[-1] for c in "!#%^*+"), spaced=True),
     Rule("a database or registry password on a command line",
@@ -280,6 +308,42 @@ PROVIDER_RULES: tuple[Rule, ...] = (
             r"[0-9a-f]{4}-[0-9a-f]{12}"), spaced=True),
     Rule("an Adafruit IO key", ("aio_",), _r(rf"{_B}aio_[A-Za-z0-9]{{28}}{_E}"), _random(24)),
     Rule("a Shippo token", ("shippo_",), _r(rf"{_B}shippo_(?:live|test)_[a-f0-9]{{40}}")),
+    Rule("an Asana token", (":",),
+         _r(rf"{_B}[012]/\d{{10,16}}(?:/\d{{10,16}})?:[0-9a-f]{{32}}{_E}"),
+         anchor=r"\d{10}:[0-9a-f]{32}"),
+    Rule("a New Relic license key", ("nral",), _r(rf"{_B}[0-9a-f]{{36}}NRAL{_E}")),
+    Rule("a RubyGems API key", ("rubygems_",), _r(rf"{_B}rubygems_[a-f0-9]{{48}}{_E}")),
+    Rule("a NuGet API key", ("oy2",), _r(rf"{_B}oy2[a-z0-9]{{43}}{_E}"), _random(30)),
+    Rule("a Docker Hub token", ("dckr_pat_", "dckr_oat_"),
+         _r(rf"{_B}dckr_(?:pat|oat)_[A-Za-z0-9_-]{{27,}}")),
+    # Any scheme but Bearer and Basic (rules of their own): "SSWS 00…", "Token token=…".
+    Rule("an Authorization header credential", ("authorization",),
+         _r(r"\bauthorization[\"']?\s*[:=]\s*[\"']?(?!bearer\b|basic\b)(?:[a-z][\w-]*\s+)?"
+            r"(?:token=)?[A-Za-z0-9._~+/=-]{16,}", _I),
+         lambda text: looks_random(re.split(r"[\s=:]+", text.rstrip("="))[-1], 16, 3.0),
+         spaced=True),
+    Rule("a credential passed as a command-line option",
+         ("--api", "--token", "--pass", "--access", "--auth", "--secret", "--client", "--bot"),
+         _r(r"(?<![\w-])--(?:api[-_]?key|(?:access|auth|api|bot)[-_]token|token|password|"
+            r"passwd|passphrase|client[-_]secret|secret)(?:=|\s+)[\"']?[^\s\"'$<{%]"
+            r"[^\s\"']{7,}", _I),
+         lambda text: strong_password(re.split(r"[=\s]+", text, maxsplit=1)[-1].strip("\"'"))
+         or looks_random(text.split(None, 1)[-1].split("=", 1)[-1], 16, 3.0), spaced=True),
+    Rule("an LDAP bind password on a command line", ("ldap",),
+         _r(r"\bldap\w*\b[^\n|;&]{0,200}?\s-w\s*['\"]?[^\s'\"$<{][^\s'\"]{5,}"),
+         lambda text: strong_password(re.split(r"\s-w\s*", text)[-1].strip("'\""), 6)
+         or looks_random(re.split(r"\s-w\s*", text)[-1].strip("'\""), 6, 2.0), spaced=True),
+    Rule("an htpasswd password on a command line", ("htpasswd",),
+         _r(r"\bhtpasswd\s+(?:-[a-zA-Z]+\s+)*?-[a-zA-Z]*b[a-zA-Z]*(?:\s+-[a-zA-Z]+)*"
+            r"\s+\S+\s+\S+\s+['\"]?[^\s'\"]{6,}"),
+         lambda text: looks_random(text.split()[-1].strip("'\""), 6, 2.0)
+         or strong_password(text.split()[-1].strip("'\""), 6), spaced=True),
+    # An SDK client built with a literal key: cohere.Client("…"), OpenAI(api_key="…").
+    Rule("an API key passed to a client", ("client(", "ai(", "api("),
+         _r(r"\b[\w.]*(?:client|ai|api)\(\s*(?:\w*(?:key|token)\w*\s*=\s*)?[\"']"
+            r"[A-Za-z0-9_\-]{24,}[\"']", _I),
+         lambda text: looks_random(text.rstrip("\"'").rsplit(text[-1], 1)[-1], 24, 3.5),
+         spaced=True),
     Rule("a Frame.io or Mapbox token", ("fio-u-", "sk.eyj"),
          _r(rf"{_B}(?:fio-u-[\w=-]{{64}}|sk\.eyJ[\w.-]{{50,}})")),
 )

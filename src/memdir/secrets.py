@@ -1,7 +1,8 @@
-"""The secret detector: provider token formats, credential assignments, high-entropy values.
+"""The secret detector: provider token formats, credential assignments, high-entropy values
+and credentials named in prose.
 
-Three kinds of rule, each a :class:`Rule` (a label, the lower-cased substrings a match cannot
-do without, a regex, and an optional check of the matched value):
+Four kinds of rule; the first is a list of :class:`Rule` (a label, the lower-cased substrings
+a match cannot do without, a regex, and an optional check of the matched value):
 
 - provider formats (:data:`memdir.secret_rules.PROVIDER_RULES`): a token whose shape names its
   issuer (``ghp_…``, ``xoxb-…``, ``AKIA…``, ``SG.….…``, a private key block, a URL with a
@@ -10,18 +11,24 @@ do without, a regex, and an optional check of the matched value):
   ``"apiKey":``, ``export AWS_SECRET_ACCESS_KEY=``, ``password is``) with a literal value that
   is not a placeholder, a reference (``${X}``, ``os.environ[...]``), a path or a plain word;
 - an entropy check for any other assignment: a long value that looks random (mixed letters
-  and digits, at least 4 bits of entropy a character) and is not a hash of a known kind.
+  and digits, at least 4 bits of entropy a character) and is not a hash of a known kind nor
+  base64 of text;
+- a credential named in prose ("the staging db password is …", "root password on the
+  bastion: …", "login: admin / …"): only a value shaped like a password counts.
 
 Invariants:
 - The common case costs about what one regex pass costs: a rule's regex runs only on text
   that holds one of its clues, and the clues of token-shaped rules are looked for (by one trie
   regex) only in runs of 16 or more token characters, which most memories do not have.
-  Regexes compile on first use; nothing here imports more than ``re``, ``math``, ``heapq``.
+  Regexes compile on first use; nothing here imports more than ``re``, ``math``, ``heapq``
+  at start-up (``base64`` only for the rare high-entropy value).
 - Findings name the kind of secret and show a redacted preview, never the secret.
 - Benign look-alikes stay allowed: paths, branch names (``sk-1234-fix-login``), git SHAs,
-  UUIDs, lockfile hashes, placeholders (``<your-api-key>``, ``changeme``, ``${DB_PASSWORD}``)
-  and prose about secrets. ``bench/secret_detection.py`` measures both sides on a labelled
-  corpus, on every write path.
+  UUIDs, lockfile hashes, placeholders (``<your-api-key>``, ``changeme``, ``${DB_PASSWORD}``,
+  masked or published example tokens: ``ghp_XXXX…``, ``AKIAIOSFODNN7EXAMPLE``), public keys,
+  publishable keys (Stripe ``pk_``) and prose about secrets. ``bench/secret_detection.py``
+  measures both sides on a labelled corpus, on every write path, and on a held-out one
+  written before the rules were read.
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ from collections.abc import Iterable, Iterator
 from functools import cache
 from typing import Any
 
-from memdir.secret_rules import PROVIDER_RULES, Rule, looks_random
+from memdir.secret_rules import PROVIDER_RULES, Rule, looks_random, strong_password
 
 __all__ = ["Rule", "find_secrets", "looks_random", "redact_secrets", "shannon_entropy"]
 
@@ -56,7 +63,10 @@ _SEPARATOR = r":=|=>|==|=|:"
 # "the admin password is …", "set the token to …": prose, counted only after a credential
 # word (checked on the key read backwards; the regex alone would try every position).
 _PROSE_SEPARATOR = r"\s(?P<word>is|to)(?=\s)"
-_VALUE = r"\s*(?:\"(?P<dq>[^\"\n]{1,300})\"|'(?P<sq>[^'\n]{1,300})'|(?P<bare>[^\s\"'`,;]{1,300}))"
+# A value starts on its key's line: "KEY=" with nothing after it assigns nothing, it does not
+# take the next line's "OTHER_KEY=" for its value.
+_VALUE = (r"[ \t]*(?:\"(?P<dq>[^\"\n]{1,300})\"|'(?P<sq>[^'\n]{1,300})'"
+          r"|(?P<bare>[^\s\"'`,;]{1,300}))")
 _KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 _MAX_KEY = 61
 
@@ -76,7 +86,8 @@ _NOT_SECRET_KEYS = (
     r"username|email|region|bucket|type|mode|length|len|size|count|timeout|ttl|expires?|"
     r"expiry|header|prefix|env|var|field|format|policy|rules?|pattern|regex|hint|reset|min|"
     r"max|strength|column|algorithm|algo|provider|domain|issuer|audience|scopes?|method|kind|"
-    r"level|limit|enabled|required|suffix|label|title|text|message|template|style)$"
+    r"level|limit|enabled|required|suffix|label|title|text|message|template|style|"
+    r"h1|blake2[bs]?|crc32|xxh\d*)(?:[_.\-]?\d+)?$"  # "x-amz-id-2", go.sum's "h1:"
 )
 
 
@@ -115,16 +126,28 @@ def _word_in(word: str, key: str, lowered: str) -> bool:
     return False
 
 
-def _assigned_secret(key: str, sep: str, value: str) -> bool:
+# A value that is itself an assignment: an environment name or a snake_case key, then "="
+# (case-sensitive: a random password may hold "=" after a few letters, "u_zR=Bs3…").
+_INNER_ASSIGNMENT = r"(?-i:[A-Z][A-Z0-9]+_[A-Z0-9_]+|[a-z]{2,}_[a-z_]+)=(?!=)"
+
+
+def _assigned_secret(key: str, sep: str, value: str, quoted: bool = False) -> bool:
     """Whether ``value``, assigned to ``key``, is a literal credential."""
     value = value.strip().rstrip(".,;)")
     if len(value) < 6 or value.lower() == key.lower():
         return False
+    if re.fullmatch(r"[a-z]+(?:[_-][a-z0-9]+)*[_-]", value):
+        return False  # an issuer's prefix with no token after it ("sk_live_", "dop_v1_")
+    if _regex(_INNER_ASSIGNMENT).match(value):
+        return False  # "credentials: AWS_PROFILE=x": the inner assignment is judged on its own
     if _regex(_PLACEHOLDER).search(value) and not (
-            value[0] == "/" and looks_random(value, 20, 3.5)):  # base64 may start with "/"
-        return False
-    if any(c in value for c in "()[]{}") or value.count(" ") > 1:
-        return False  # a call, an index, a template or a sentence
+            (value[0] == "/" and looks_random(value, 20, 3.5))  # base64 may start with "/"
+            or (value[0] in "@&" and "/" not in value and strong_password(value))):
+        return False  # (a password may start with "@" or "&": a reference is no such word)
+    if value.count(" ") > 1 or (any(c in value for c in "()[]{}") and not (
+            quoted and " " not in value and len(value) >= 16 and shannon_entropy(value) >= 4.0)):
+        return False  # a call, an index, a template or a sentence; not a quoted random
+        # literal, whose symbols may be brackets ('django-insecure-*ik)q5…')
     if value.count("/") > 1 and not looks_random(value, 16, 3.0):
         return False  # a path ("prod/db/password"), not base64 that holds slashes
     digits = sum(c.isdigit() for c in value)
@@ -132,8 +155,8 @@ def _assigned_secret(key: str, sep: str, value: str) -> bool:
     symbols = len(value) - digits - letters
     if _credential_key(key):
         prose = sep.strip().lower() in ("is", "to")
-        if prose and (len(value) < 8 or not (digits and letters)):
-            return False  # "the password is rotated weekly", "set the token to expire"
+        if prose and not strong_password(value):
+            return False  # "the password is rotated weekly", "the secret is db-creds-v2"
         if len(value) >= 8 and letters and (digits or symbols):
             return True
         # Letters alone: random only if both cases mix in a long value ("wCBdnbPMNMIIeF…"),
@@ -143,7 +166,23 @@ def _assigned_secret(key: str, sep: str, value: str) -> bool:
     if (sep.strip().lower() in ("is", "to") or " " in value
             or _regex(_NOT_SECRET_KEYS).search(key)):
         return False
-    return looks_random(value, 24, 4.0)
+    return looks_random(value, 24, 4.0) and not _encoded_text(value)
+
+
+def _encoded_text(value: str) -> bool:
+    """Base64 of text (a config file, an SVG): random-looking, yet it decodes to printable
+    text with spaces or markup in it, which no generated key does."""
+    import base64  # only for the rare high-entropy value
+    import binascii
+
+    if not re.fullmatch(r"[A-Za-z0-9+/]{16,}={0,2}", value):
+        return False
+    try:
+        decoded = base64.b64decode(value + "=" * (-len(value) % 4)).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return False
+    printable = sum(c.isprintable() or c in "\n\t" for c in decoded)
+    return printable == len(decoded) and any(c in decoded for c in " <>\n")
 
 
 def _key_before(text: str, end: int) -> str:
@@ -171,14 +210,79 @@ def _assignments(text: str) -> Iterator[tuple[str, int, int, str]]:
         key = _key_before(text, start)
         if not key or (sep[0] == " " and not _credential_key(key)):
             continue
+        before = text.rfind(key, 0, start) - 1
+        if sep == ":" and before > 0 and text[before] == ":" and text[before - 1] in _KEY_CHARS:
+            continue  # a field of a colon-separated name ("arn:aws:…:secret:prod/db"), not a key
         value = _regex(_VALUE).match(text, end)
         if value is None:
             continue
         group = next(g for g in ("dq", "sq", "bare") if value.group(g) is not None)
-        if _assigned_secret(key, sep, value.group(group)):
+        literal = value.group(group)
+        if group == "bare":  # a URL's query: "page=2&sort=price" assigns "2", not the rest
+            literal = re.split(r"&(?=[\w.-]+=)", literal, maxsplit=1)[0]
+        if _assigned_secret(key, sep, literal, quoted=group != "bare"):
             label = ("a password or key assignment" if _credential_key(key)
                      else "a high-entropy value")
-            yield label, value.start(group), value.end(group), key
+            yield label, value.start(group), value.start(group) + len(literal), key
+
+
+# A credential named in prose, then its value: "the staging db password is hunter2-Xq9!zP",
+# "root password on the bastion: …", "wifi password 5h76…", "login for Grafana: admin / …".
+# Only a value shaped like a password counts, so "the token expires after 1 hour" is prose.
+_PROSE_WORDS = ("password", "passwd", "passphrase", "pwd", "pass", "secret", "token", "key",
+                "credential", "creds", "login")
+_PROSE_WORD = (
+    r"(?:passwords?|passwd|passphrase|pwd|pass|secret|token|credentials?|creds|login|"
+    r"(?:api|access|secret|private|signing|license|master)[ _-]key)\b"
+)
+_PROSE_VALUE = r"[ \t]*[\"'`]?(?P<value>[^\s\"'`,;]{8,64})"
+# After a separator, "user / password" may stand for the value ("login: admin / …").
+_PROSE_SEP = (r"[^\n:=.,;!?()\[\]{}<>\"'`]{0,40}?[ \t]*(?::|=|\bis\b|\bwas\b)"
+              r"(?:[ \t]*[\w.@-]{1,40}[ \t]*/(?!/))?" + _PROSE_VALUE)
+_PROSE_NEXT = r"[ \t]" + _PROSE_VALUE
+
+
+# Where a prose word can start: a stem, or a few characters before "key" ("api key",
+# "signing key"). Found with str.find: a case-insensitive regex scan of a long MEMORY.md
+# costs 10x more, as no literal prefix guides it.
+_PROSE_STEMS = (("pass", (0,)), ("pwd", (0,)), ("secret", (0,)), ("token", (0,)),
+                ("cred", (0,)), ("login", (0,)), ("key", (4, 7, 8)))
+
+
+def _prose_starts(text: str) -> list[int]:
+    lowered = text.lower()
+    if len(lowered) != len(text):  # a character that lower-cases to two: positions differ
+        return [m.start() for m in _regex(_PROSE_WORD).finditer(text)]
+    starts: set[int] = set()
+    for stem, offsets in _PROSE_STEMS:
+        at = lowered.find(stem)
+        while at >= 0:
+            starts.update(at - back for back in offsets if at >= back)
+            at = lowered.find(stem, at + 1)
+    return sorted(starts)
+
+
+def _prose_credentials(text: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of each value that prose names as a credential: after a separator, or
+    right after the word if it is a long password-shaped word ("password 5h76…%")."""
+    for at in _prose_starts(text):
+        if at and (text[at - 1].isalnum() or text[at - 1] in "_:/.-"):
+            continue  # part of a name ("1Password", "db_password", "arn:…:secret:…")
+        word = _regex(_PROSE_WORD).match(text, at)
+        if word is None:
+            continue
+        for form, min_len in ((_PROSE_SEP, 8), (_PROSE_NEXT, 10)):
+            match = _regex(form).match(text, word.end())
+            if match is None:
+                continue
+            value = match.group("value").rstrip(".")
+            if (len(value) < min_len or _regex(_PLACEHOLDER).search(value)
+                    or _regex(_INNER_ASSIGNMENT).match(value)
+                    or (any(c in value for c in "()[]{}") and not looks_random(value, 16, 3.5))):
+                continue  # short, a placeholder, an assignment, a call ("Base64URL(JSON)")
+            if strong_password(value):
+                yield match.start("value"), match.start("value") + len(value)
+                break
 
 
 # Every (clue, rule) pair, flat: one pass of C-speed substring tests picks the rules to run.
@@ -254,6 +358,10 @@ def find_secrets(texts: Iterable[str]) -> list[str]:
             # The key, not the start of the value: a password's first characters are secret.
             found.append(f"{label} ({key[:40]}=…)")
             break
+    if not found and any(word in lowered for word in _PROSE_WORDS):
+        for _ in _prose_credentials(joined):
+            found.append("a credential named in prose")
+            break
     return found
 
 
@@ -268,4 +376,7 @@ def redact_secrets(text: str) -> str:
     if "=" in text or ":" in text or any(clue in lowered for clue in _CLUES_ASSIGN):
         for label, start, end, _ in reversed(list(_assignments(text))):
             text = f"{text[:start]}[redacted: {label}]{text[end:]}"
+    if any(word in text.lower() for word in _PROSE_WORDS):
+        for start, end in reversed(list(_prose_credentials(text))):
+            text = f"{text[:start]}[redacted: a credential named in prose]{text[end:]}"
     return text
