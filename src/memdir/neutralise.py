@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from functools import cache
+from functools import cache, lru_cache
 from typing import TypeVar
 
 __all__ = ["INERT_CLOSE", "INERT_OPEN", "fence", "neutralise", "neutralise_data",
@@ -99,6 +99,7 @@ _STRUCTURE = re.compile(r"^([ \t]*)(?=#|```|~~~|[=-]{3,}[ \t]*$)", re.MULTILINE)
 T = TypeVar("T")
 
 
+@lru_cache(maxsize=4096)  # pure; a context renders each memory once per budget probe
 def neutralise(text: str) -> str:
     """``text`` with no tag-shaped sequence left (see the module docstring)."""
     if "\r" in text:
