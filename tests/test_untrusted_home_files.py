@@ -1,4 +1,4 @@
-"""Red team of the files memdir keeps in its home and reads from a repository: the history of
+"""Attacks on the files memdir keeps in its home and reads from a repository: the history of
 plans and their journals (hand-edited, replaced by symlinks or FIFOs, made huge), the hook
 log, the ``.git`` file of a worktree, the dream lock, agent settings and ``CLAUDE.md`` files
 from a repository, and a team directory symlinked inside the repository.

@@ -1,4 +1,4 @@
-"""Red team of what memdir injects: private spans and secrets that reach an agent or a model
+"""Attacks on what memdir injects: private spans and secrets that reach an agent or a model
 by a way round the write path, and stored text that reaches a web page or a hook as markup.
 
 Each test attacks memdir as a user runs it (hand-written files, CLI and hook subprocesses,
