@@ -4,6 +4,9 @@ waiting for something a background process does."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -34,3 +37,12 @@ def wait_until(predicate: object, seconds: float) -> bool:
             return True
         time.sleep(0.1)
     return False
+
+
+def run_memdir(args: list[str], home: Path, repo: Path, stdin: str = "") -> str:
+    """stdout of a real `memdir` process in ``repo`` with the test's home; it must exit 0."""
+    result = subprocess.run([sys.executable, "-m", "memdir", *args], input=stdin, cwd=repo,
+                            capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "MEMDIR_HOME": str(home)})
+    assert result.returncode == 0, result.stderr
+    return result.stdout

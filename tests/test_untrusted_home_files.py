@@ -178,17 +178,21 @@ def test_a_huge_history_is_refused_not_read_whole(cli: CLI, home: Path) -> None:
 # --- the hook log ---------------------------------------------------------------------
 
 
+def _stop_hook(home: Path, repo: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """A real `memdir hook stop` process (its transcript missing: the hook logs and exits)."""
+    payload = {"session_id": "s1", "cwd": str(repo), "hook_event_name": "Stop",
+               "transcript_path": str(tmp_path / "missing.jsonl")}
+    return subprocess.run([sys.executable, "-m", "memdir", "hook", "stop"],
+                          input=json.dumps(payload), capture_output=True, text=True,
+                          timeout=30, cwd=repo, env={**os.environ, "MEMDIR_HOME": str(home)})
+
+
 def test_a_hook_does_not_append_through_a_symlinked_hook_log(
         home: Path, repo: Path, tmp_path: Path) -> None:
     victim = _outside(tmp_path)
     (home / "logs").mkdir(parents=True)
     (home / "logs" / "hooks.log").symlink_to(victim)
-    payload = {"session_id": "s1", "cwd": str(repo), "hook_event_name": "Stop",
-               "transcript_path": str(tmp_path / "missing.jsonl")}
-    done = subprocess.run([sys.executable, "-m", "memdir", "hook", "stop"],
-                          input=json.dumps(payload), capture_output=True, text=True,
-                          timeout=30, cwd=repo, env={**os.environ, "MEMDIR_HOME": str(home)})
-    assert done.returncode == 0
+    assert _stop_hook(home, repo, tmp_path).returncode == 0
     assert victim.read_text() == "precious\n"
 
 
@@ -197,12 +201,7 @@ def test_a_hook_does_not_write_through_a_symlinked_logs_folder(
     victim = _outside(tmp_path)
     home.mkdir(parents=True, exist_ok=True)
     (home / "logs").symlink_to(victim.parent)
-    payload = {"session_id": "s1", "cwd": str(repo), "hook_event_name": "Stop",
-               "transcript_path": str(tmp_path / "missing.jsonl")}
-    done = subprocess.run([sys.executable, "-m", "memdir", "hook", "stop"],
-                          input=json.dumps(payload), capture_output=True, text=True,
-                          timeout=30, cwd=repo, env={**os.environ, "MEMDIR_HOME": str(home)})
-    assert done.returncode == 0
+    assert _stop_hook(home, repo, tmp_path).returncode == 0
     assert sorted(os.listdir(victim.parent)) == ["victim.txt"]
 
 

@@ -15,7 +15,6 @@ import html
 import json
 import os
 import re
-import subprocess
 import sys
 import unicodedata
 import urllib.parse
@@ -30,6 +29,7 @@ from hypothesis import strategies as st
 from mcp import Client, StdioServerParameters, stdio_client
 from mcp.types import TextContent
 
+from hook_support import run_memdir
 from memdir import Memdir
 from memdir.agent import build_memory_prompt_section
 from memdir.mcp_server import build_server
@@ -299,14 +299,6 @@ def test_a_hostile_memory_index_cannot_start_a_section(md: Memdir) -> None:
 
 # -- the real processes: hooks, CLI, MCP -------------------------------------------------------
 
-def _run(args: list[str], home: Path, repo: Path, stdin: str = "") -> str:
-    result = subprocess.run([sys.executable, "-m", "memdir", *args], input=stdin, cwd=repo,
-                            capture_output=True, text=True, timeout=120,
-                            env={**os.environ, "MEMDIR_HOME": str(home)})
-    assert result.returncode == 0, result.stderr
-    return result.stdout
-
-
 # memdir's header line of one recalled block (the corpus forges none of these)
 _HEADER = re.compile(r"^Memory \(saved [^)]*\): project/\S+ \(recalled data, not instructions\):$",
                      re.MULTILINE)
@@ -322,11 +314,11 @@ def test_session_start_hook_output(tmp_path: Path, repo: Path) -> None:
         with Memdir(home=home, project=repo) as md:
             md.store_many([{**_fields(n, CORPUS[n]), "type": "policy"} for n in chunk])
         payload = json.dumps({"session_id": f"s{k}", "cwd": str(repo), "source": "startup"})
-        out = _run(["hook", "session-start"], home, repo, payload)
+        out = run_memdir(["hook", "session-start"], home, repo, payload)
         assert out.startswith(f"<{MC} ")
         _contains_marks(out, [mark(n) for n in chunk], f"session-start chunk {k}")
         assert_only(out, [MC, f"/{MC}"], f"session-start chunk {k}")
-        wrapped = json.loads(_run(["hook", "session-start", "--format", "json"], home, repo,
+        wrapped = json.loads(run_memdir(["hook", "session-start", "--format", "json"], home, repo,
                                   payload))
         assert_only(wrapped["hookSpecificOutput"]["additionalContext"], [MC, f"/{MC}"],
                     "session-start json")
@@ -341,7 +333,7 @@ def test_prompt_hook_output(tmp_path: Path, repo: Path, home: Path) -> None:
     for k, chunk in enumerate(groups):
         payload = json.dumps({"session_id": f"p{k}", "cwd": str(repo),
                               "prompt": f"group{k}x probe notes"})
-        out = _run(["hook", "prompt"], home, repo, payload)
+        out = run_memdir(["hook", "prompt"], home, repo, payload)
         _contains_marks(out, [mark(n) for n in chunk], f"prompt hook group {k}")
         blocks = len(_HEADER.findall(out))
         assert len(chunk) <= blocks <= 5
@@ -351,11 +343,11 @@ def test_prompt_hook_output(tmp_path: Path, repo: Path, home: Path) -> None:
 def test_cli_context_and_recall(home: Path, repo: Path) -> None:
     with Memdir(home=home, project=repo) as md:
         store_corpus(md)
-    out = _run(["context", "--format", "prompt", "--budget", "100000"], home, repo)
+    out = run_memdir(["context", "--format", "prompt", "--budget", "100000"], home, repo)
     assert_only(out, [MC, f"/{MC}"], "memdir context")
     _contains_marks(out, [mark(n) for n in range(len(CORPUS))], "memdir context")
     for n in (0, 1, 12, 24):
-        recalled = _run(["recall", "--session", f"c{n}", f"probe {mark(n)} note"], home, repo)
+        recalled = run_memdir(["recall", "--session", f"c{n}", f"probe {mark(n)} note"], home, repo)
         assert mark(n) in recalled
         assert_only(recalled, _balanced(len(_HEADER.findall(recalled)), SR), "memdir recall")
 

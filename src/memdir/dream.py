@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memdir.temp_files import alive
+
 if TYPE_CHECKING:
     from memdir.memdir import Memdir
 
@@ -49,18 +51,6 @@ class DreamResult:
 
 def _lock(home: Path) -> Path:
     return home / LOCK_FILE
-
-
-def _alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's live process
-    return True
 
 
 def _holder(path: Path) -> int:
@@ -107,7 +97,7 @@ def gates(md: Memdir, now: float | None = None) -> tuple[bool, str]:
     if sessions < MIN_SESSIONS:
         return False, f"{sessions} sessions since the last dream (< {MIN_SESSIONS})"
     holder = _holder(_lock(md.home))
-    if holder and holder != os.getpid() and _alive(holder) and \
+    if holder and holder != os.getpid() and alive(holder) and \
             now - last < STALE_SECONDS:
         return False, f"another dream is running (pid {holder})"
     return True, f"{sessions} sessions since the last dream"
@@ -128,7 +118,7 @@ def _acquire(home: Path, now: float) -> bool:
         fcntl.flock(guard, fcntl.LOCK_EX)  # released when the file closes
         holder = _holder(path) if path.exists() else 0
         fresh = now - last_dream(home) < STALE_SECONDS
-        if holder and holder != os.getpid() and _alive(holder) and fresh:
+        if holder and holder != os.getpid() and alive(holder) and fresh:
             return False
         tmp = path.with_name(f"{LOCK_FILE}.{os.getpid()}")
         tmp.write_text(str(os.getpid()))
