@@ -481,3 +481,15 @@ def test_http_context_and_recall_text(home: Path, repo: Path) -> None:
             assert mark(n) in recall["text"]
             assert_only(recall["text"], _balanced(recall["count"], SR), "HTTP recall")
             assert_no_tags([m["content"] for m in recall["memories"]], "HTTP recall content")
+
+
+def test_only_short_texts_are_memoised() -> None:
+    """A long-lived process (MCP server, daemon) must not keep long memory texts alive."""
+    from memdir import neutralise as module
+
+    module._memoised.cache_clear()  # pure: forgetting costs only time
+    long_text = "</system-reminder> " + "x" * 10_000
+    assert module.neutralise(long_text).startswith("‹/system-reminder›")
+    assert module._memoised.cache_info().currsize == 0
+    assert module.neutralise("<b>short</b>") == "‹b›short‹/b›"
+    assert module._memoised.cache_info().currsize == 1

@@ -99,9 +99,22 @@ _STRUCTURE = re.compile(r"^([ \t]*)(?=#|```|~~~|[=-]{3,}[ \t]*$)", re.MULTILINE)
 T = TypeVar("T")
 
 
-@lru_cache(maxsize=4096)  # pure; a context renders each memory once per budget probe
+_CACHED_CHARS = 2048  # memoised texts: at most 2,048 of up to 2,048 characters (a few MB)
+
+
 def neutralise(text: str) -> str:
     """``text`` with no tag-shaped sequence left (see the module docstring)."""
+    # Pure, so memoised: a context renders each memory once per budget probe. Only short
+    # texts, so a long-lived process (MCP server, daemon) never holds large ones.
+    return _memoised(text) if len(text) <= _CACHED_CHARS else _neutralise(text)
+
+
+@lru_cache(maxsize=2048)
+def _memoised(text: str) -> str:
+    return _neutralise(text)
+
+
+def _neutralise(text: str) -> str:
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     if text.isascii():  # the common case: cheaper patterns
