@@ -6,7 +6,7 @@ things about it. A rule, no LLM, so it runs on every ``memdir store``:
 
 - **same topic**: their claims (the text before ``**Why:**`` / ``**How to apply:**``) share
   at least ``MIN_SHARED`` topic words, and at least ``TOPIC_OVERLAP`` of the shorter claim's
-  topic words. Topic words are :func:`memdir.extract.content_words` without function words
+  topic words. Topic words are :func:`memdir.similarity.content_words` without function words
   and polarity words, lightly stemmed ("mocks", "mocking" -> "mock").
 - **opposite**: one claim is negative and the other not (a negation such as not / never /
   don't / avoid / instead of, a superset of consolidation's ``_NEGATION``); or both give
@@ -26,8 +26,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from memdir.extract import content_words
 from memdir.model import Memory
+from memdir.similarity import content_words
 
 __all__ = ["CONFLICT_TYPES", "MIN_SHARED", "TOPIC_OVERLAP", "contradicts", "find_conflicts",
            "topic_overlap"]

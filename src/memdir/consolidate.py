@@ -39,10 +39,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from memdir.dates import absolutize_dates
-from memdir.extract import content_words, similarity
 from memdir.history import history, undo_last
 from memdir.model import RELEVANCE_WORDS, Memory, Scope, format_time
 from memdir.search import strength
+from memdir.similarity import content_words, similarity
 
 if TYPE_CHECKING:
     from memdir.llm import LLM

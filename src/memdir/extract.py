@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from memdir.errors import MemdirError, SecretDetectedError
 from memdir.model import Memory, Scope, format_time
 from memdir.safety import find_secrets, redact_secrets, strip_private
+from memdir.similarity import similarity
 from memdir.store import norm_hash
 from memdir.taxonomy import Taxonomy
 from memdir.transcript import Message, Transcript
@@ -43,8 +44,8 @@ if TYPE_CHECKING:
     from memdir.memdir import Memdir
     from memdir.memory_store import MemoryStore
 
-__all__ = ["MAX_CONTENT", "MAX_ITEMS", "ExtractReport", "Extracted", "content_words",
-           "extract", "extract_into", "near_duplicates", "similarity"]
+__all__ = ["MAX_CONTENT", "MAX_ITEMS", "ExtractReport", "Extracted", "extract", "extract_into",
+           "near_duplicates"]
 
 MAX_CONTENT = 100
 MAX_ITEMS = 10
@@ -52,7 +53,6 @@ Action = Literal["stored", "reinforced", "would-store", "would-reinforce", "skip
 
 _MEMORY_TOOLS = ("memory_learn", "memory_episode", "memory_procedure", "memory_update")
 _MEMDIR_WRITE = re.compile(r"\bmemdir\s+(?:store|episode|procedure|update)\b")
-_WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True)
@@ -249,18 +249,7 @@ def _by_rules(messages: Sequence[Message], taxonomy: Taxonomy) -> list[Raw]:
     return out
 
 
-# -- similarity (near-duplicates) ------------------------------------------------------------
-
-def content_words(text: str) -> frozenset[str]:
-    """The words (longer than 2 letters, lower-cased) that similarity compares."""
-    return frozenset(w for w in _WORD.findall(text.lower()) if len(w) > 2)
-
-
-def similarity(a: str, b: str) -> float:
-    """Jaccard overlap of the words (longer than 2 letters) of two texts, 0..1."""
-    left, right = content_words(a), content_words(b)
-    return len(left & right) / len(left | right) if left and right else 0.0
-
+# -- near-duplicates ---------------------------------------------------------------------------
 
 def near_duplicates(md: Memdir, text: str, *, scope: Scope, exclude: str = "",
                     threshold: float = 0.5) -> list[Memory]:

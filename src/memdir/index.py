@@ -22,7 +22,6 @@ import math
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +29,12 @@ from memdir import readonly, usage_queue
 from memdir.errors import IndexBusyError, IndexCorruptError, ReadOnlyHomeError, note, warn
 from memdir.files import index_line
 from memdir.index_schema import migrate
+from memdir.meta_json import decode_meta, encode_meta, finite
 from memdir.model import Memory, Scope, format_time, now, parse_time
 from memdir.private import strip_private_memory
 
 __all__ = ["BM25_WEIGHTS", "KEY_HALF_LIFE_DAYS", "MEMORY_COLUMNS", "Index", "busy_timeout_ms",
-           "connect", "decode_meta", "encode_meta", "set_deadline", "strength_key_sql"]
+           "connect", "set_deadline", "strength_key_sql"]
 
 BUSY_TIMEOUT_MS = 30_000
 USAGE_TIMEOUT_MS = 100
@@ -185,42 +185,9 @@ def memory_to_row(memory: Memory, directory: str, norm_hash: str, mtime_ns: int,
         memory.type, memory.body, memory.relevance, json.dumps(list(memory.tags)),
         json.dumps(list(memory.paths)), memory.source, format_time(memory.created),
         format_time(memory.updated), memory.reinforced, memory.status, memory.superseded_by,
-        json.dumps(_finite(dict(memory.meta)), default=encode_meta), norm_hash, mtime_ns, size,
+        json.dumps(finite(dict(memory.meta)), default=encode_meta), norm_hash, mtime_ns, size,
         index_line(memory.name, memory.file, memory.type, memory.description),
     )
-
-
-def _finite(value: Any) -> Any:
-    """Meta with YAML's .nan and .inf as strings: JSON has no such numbers, and SQLite's
-    JSON functions reject the ``NaN`` Python would write (session-start context reads meta)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
-
-
-# YAML frontmatter can hold dates; JSON cannot. Tag them so meta read back from the index
-# equals meta read from the file.
-def encode_meta(value: object) -> object:
-    """JSON for meta values JSON lacks (YAML dates and times), reversible by decode_meta."""
-    if isinstance(value, datetime):
-        return {"$datetime": value.isoformat()}
-    if isinstance(value, date):
-        return {"$date": value.isoformat()}
-    return str(value)
-
-
-def decode_meta(obj: dict[str, Any]) -> object:
-    """The meta values encode_meta wrote, back as they were read from the file."""
-    if len(obj) == 1:
-        if "$datetime" in obj:
-            return datetime.fromisoformat(obj["$datetime"])
-        if "$date" in obj:
-            return date.fromisoformat(obj["$date"])
-    return obj
 
 
 def row_to_memory(row: sqlite3.Row) -> Memory:

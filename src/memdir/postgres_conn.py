@@ -29,7 +29,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import DictRow, dict_row
 
 from memdir.errors import DatabaseError, InvalidMemoryError
-from memdir.index import decode_meta, encode_meta
+from memdir.meta_json import decode_meta, encode_meta
 from memdir.model import Memory, Scope
 from memdir.store import norm_hash
 

@@ -28,8 +28,8 @@ from typing import Any
 from memdir.draft import draft
 from memdir.errors import InvalidMemoryError, MemdirError, MemoryFileError, UnsafeFileError
 from memdir.files import INDEX_FILE
-from memdir.index import encode_meta
 from memdir.markdown import parse
+from memdir.meta_json import encode_meta
 from memdir.model import SCOPES, STATUSES, Memory, Scope, meta_strings, parse_time
 from memdir.safe_open import IMPORT_FILE, MEMORY_FILE, read_file
 from memdir.safety import check_secrets
