@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["LOOK_INTERVAL", "VectorTable", "Worker", "fill_batch", "load_model",
            "loaded_model", "release_worker", "worker_for"]
 
-LOOK_INTERVAL = 5.0  # seconds: a search's wake-up after a look found nothing to embed
+LOOK_INTERVAL = 1.0  # seconds: a search's wake-up after a look found nothing to embed
 RETRY_INTERVAL = 30.0  # seconds after a failed batch
 
 
@@ -122,14 +122,16 @@ class Worker:
         self._wake.set()  # the first look is at start: memories may be waiting already
         self._stopping = False
         self._idle_since = float("-inf")  # when the last look found nothing to embed
+        self._retry_at = float("-inf")  # after a failed batch: no search wakes it before
         self._thread = threading.Thread(target=self._run, name=f"memdir-vectors-{schema}",
                                         daemon=True)
         self._thread.start()
 
     def wake(self, *, search: bool = False) -> None:
         """Look for memories without a vector soon; from a search, not within LOOK_INTERVAL
-        of a look that found none."""
-        if search and time.monotonic() - self._idle_since < LOOK_INTERVAL:
+        of a look that found none, nor while waiting to retry a failed batch (searches come
+        often; a write comes once)."""
+        if search and time.monotonic() < max(self._idle_since + LOOK_INTERVAL, self._retry_at):
             return
         self._wake.set()
 
@@ -153,6 +155,7 @@ class Worker:
                 except Exception as exc:  # a daemon thread must never die: words still work
                     why = exc.message if isinstance(exc, DatabaseError) else str(exc)
                     warn("memdir: vectors not filled (%s); search uses the words", why)
+                    self._retry_at = time.monotonic() + RETRY_INTERVAL
                     self._wake.wait(RETRY_INTERVAL)
                     continue
                 if not done:
