@@ -330,7 +330,9 @@ def test_existing_memories_are_filled_in_the_background_in_batches(
         assert all(len(texts) == 1 for texts in counting.by(main=True))
 
 
-def test_plain_vectors_are_read_once_then_only_what_changed(pg_schema: str) -> None:
+def test_plain_vectors_are_read_once_then_only_what_changed(
+        pg_schema: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memdir import postgres_plain_vectors
     from memdir.postgres_plain_vectors import matrix_for
 
     with PostgresStore(pg_support.DSN, schema=pg_schema, semantic=True) as store:
@@ -347,11 +349,16 @@ def test_plain_vectors_are_read_once_then_only_what_changed(pg_schema: str) -> N
         assert ids(store.search("deployment process"))[:1] == [release.id]
         assert matrix is matrix_for(pg_support.DSN, pg_schema, store.embeddings.model)
         assert (matrix.size, matrix.count) == (7, 7) and matrix.top > top
-        # The text changes (the trigger drops its vector): the matrix drops it at the next
-        # search, so the old text's meaning no longer finds the memory.
+        # The text changes (the trigger drops its vector). Before the matrix's next full check
+        # it still holds the old vector, which no search uses: the old text's meaning no
+        # longer finds the memory. The check then drops it.
         with PostgresStore(pg_support.DSN, schema=pg_schema, semantic=False) as words:
             words.update(pnpm.id, content="The printer on the third floor jams on A3 paper")
         assert pnpm.id not in vectors(store)
+        matrix.checked = time.monotonic()  # the last full check was just now
+        assert pnpm.id not in ids(store.search("package manager"))
+        assert matrix.count == 7
+        monkeypatch.setattr(postgres_plain_vectors, "CHECK_INTERVAL", 0.0)
         assert pnpm.id not in ids(store.search("package manager"))
         assert matrix.count == 6 and matrix.size == 7
         store.delete(release.id)

@@ -2,14 +2,15 @@
 ``plain_vectors`` table (:mod:`memdir.postgres_schema`), ranked in the server process with numpy.
 
 The vectors of a schema are held as one matrix per process (:class:`Matrix`), shared by
-every store of that schema (the team server opens one per thread). Each search first brings
-it up to date with one aggregate query (how many vectors, the highest ``seq``, the sum of the
-``seq`` values) and, when something changed, reads only what is new: rows whose ``seq`` is
-above the highest seen (every write of a vector draws a new one). When the count or the sum
-still differ after that (a vector deleted by its stale trigger or with its memory, or a write
-that committed after a higher ``seq`` was read), it reads the (id, seq) pairs alone and drops
-or fetches what differs. So a search at 10k memories reads 15 MB once per process, not per
-search; a brute-force cosine over the matrix costs ~1 ms.
+every store of that schema (the team server opens one per thread). Each search first asks for
+the highest ``seq`` (an index lookup) and, when it grew, reads only the rows above the highest
+seen (every write of a vector draws a new ``seq``). At most every :data:`CHECK_INTERVAL` a
+search also compares the count and the sum of the ``seq`` values with the matrix's (a scan:
+~5 ms at 10k) and, when they differ (a vector deleted by its stale trigger or with its
+memory, or a write that committed after a higher ``seq`` was read), reads the (id, seq) pairs
+alone and drops or fetches what differs; the same check tells whether memories lack a vector.
+So a search at 10k memories reads 15 MB once per process, not per search; a brute-force
+cosine over the matrix costs ~1 ms.
 
 Invariants:
 - A vector counts only for the text it was computed from: the nearest are loaded with an SQL
@@ -25,6 +26,7 @@ Invariants:
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -40,9 +42,11 @@ if TYPE_CHECKING:
 
 __all__ = ["Matrix", "PlainMeaning", "matrix_for"]
 
-_STATE = ("SELECT count(*) AS n, COALESCE(max(seq), 0) AS top, COALESCE(sum(seq), 0)::text "
-          "AS total, (SELECT count(*) FROM memories) AS memories FROM plain_vectors "
-          "WHERE model = %s")
+CHECK_INTERVAL = 2.0  # seconds between a search's full checks of the matrix
+
+_TOP = "SELECT COALESCE(max(seq), 0) AS top FROM plain_vectors WHERE model = %s"
+_STATE = ("SELECT count(*) AS n, COALESCE(sum(seq), 0)::text AS total, "
+          "(SELECT count(*) FROM memories) AS memories FROM plain_vectors WHERE model = %s")
 _NEAR = (f"SELECT {COLUMNS}, near.score FROM memories "
          "JOIN unnest(%s::text[], %s::bigint[], %s::float8[]) AS near(id, seq, score) "
          "USING (id) WHERE EXISTS (SELECT 1 FROM plain_vectors v WHERE v.id = memories.id "
@@ -69,6 +73,7 @@ class Matrix:
         self.top = 0  # the highest seq read
         self.count = 0  # slots with a vector
         self.total = 0  # sum of their seqs
+        self.checked = float("-inf")  # time.monotonic() of the last full check
 
     def _put(self, key: str, seq: int, blob: bytes) -> None:
         import numpy as np
@@ -96,6 +101,20 @@ class Matrix:
         self.count, self.total = self.count + 1, self.total + seq
         self.top = max(self.top, seq)
 
+    def _load(self, rows: Sequence[Any]) -> None:
+        """The first read of a process: every row at once, in one copy."""
+        import numpy as np
+
+        from memdir.embed import stack_blobs
+
+        self.ids = [r["id"] for r in rows]
+        self.row = {key: n for n, key in enumerate(self.ids)}
+        self.vectors = stack_blobs([bytes(r["vector"]) for r in rows], self.dim)
+        self.seqs = np.array([int(r["seq"]) for r in rows], dtype=np.int64)
+        self.size = self.count = len(rows)
+        self.total = int(self.seqs.sum())
+        self.top = max(self.top, int(self.seqs.max())) if rows else self.top
+
     def _drop(self, key: str) -> None:
         slot = self.row.get(key)
         if slot is not None and self.seqs[slot]:
@@ -103,17 +122,26 @@ class Matrix:
             self.seqs[slot] = 0
 
     def refresh(self, conn: Conn) -> bool:
-        """Bring the matrix up to date with the table; whether memories lack a vector."""
+        """Bring the matrix up to date with the table (the full check at most every
+        CHECK_INTERVAL); whether that check found memories without a vector."""
+        top = conn.execute(_TOP, (self.model,)).fetchone()
+        if top is not None and int(top["top"]) > self.top:
+            rows = conn.execute("SELECT id, seq, vector FROM plain_vectors WHERE model = %s "
+                                "AND seq > %s ORDER BY seq", (self.model, self.top)).fetchall()
+            if self.size == 0:
+                self._load([r for r in rows if len(r["vector"]) == 4 * self.dim])
+            else:
+                for r in rows:
+                    self._put(r["id"], int(r["seq"]), bytes(r["vector"]))
+        started = time.monotonic()
+        if started - self.checked < CHECK_INTERVAL:
+            return False
+        self.checked = started
         state = conn.execute(_STATE, (self.model,)).fetchone()
         assert state is not None
-        count, top, total = int(state["n"]), int(state["top"]), int(state["total"])
-        if top > self.top:
-            for r in conn.execute("SELECT id, seq, vector FROM plain_vectors WHERE model = %s "
-                                  "AND seq > %s ORDER BY seq", (self.model, self.top)):
-                self._put(r["id"], int(r["seq"]), bytes(r["vector"]))
-        if (count, total) != (self.count, self.total):
+        if (int(state["n"]), int(state["total"])) != (self.count, self.total):
             self._reconcile(conn)
-        return int(state["memories"]) > count
+        return int(state["memories"]) > int(state["n"])
 
     def _reconcile(self, conn: Conn) -> None:
         """Drop what the table no longer has, fetch what was missed (ids and seqs read)."""
