@@ -105,7 +105,8 @@ def test_no_evidence_no_hit() -> None:
     fused = fuse_scores(["w", "none", "floor"], {"w": 0.4},
                         {"w": 0.1, "none": 0.05, "floor": SIMILARITY_FLOOR}, {})
     assert _order(fused) == ["w"]
-    assert fuse_scores(["tiny"], {"tiny": MIN_MATCH / 2}, {}, {}) == []
+    # A word match is evidence however small its share: it keeps MIN_MATCH.
+    assert fuse_scores(["tiny"], {"tiny": MIN_MATCH}, {"tiny": 0.0}, {})[0][2] == MIN_MATCH
 
 
 def test_score_fusion_is_bounded_absolute_and_in_score_order() -> None:

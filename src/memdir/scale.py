@@ -29,8 +29,11 @@ Invariants:
   each word's n, average length: what BM25 itself uses), never on which other memories are
   candidates, on the pool sizes or on the limit: the same pair scores the same in a filtered
   search, with a smaller limit, or next to other queries' hits.
-- No evidence, no hit: a candidate whose match is below ``MIN_MATCH`` (it would print as
-  0.000) is never returned.
+- No evidence, no hit: a candidate that matched no query word and whose cosine is at or
+  below the floor (match below ``MIN_MATCH``) is never returned. A word match always counts,
+  at least ``MIN_MATCH``: in a small store a word held by half the memories or more has
+  almost no idf (FTS5 clamps it to 1e-6), so next to a rarer or unknown query word its share
+  is tiny, shown as 0.001.
 - Pure functions on plain numbers: no SQLite here (the statistics come from
   :func:`memdir.search.idf_total`), so the PostgreSQL store can use the same scale.
 """
@@ -88,10 +91,11 @@ def ideal_bm25(rows: int, counts: Sequence[Sequence[int]]) -> float:
 
 
 def lexical_evidence(bm25: float, ideal: float) -> float:
-    """Evidence in [0, 1) from a BM25 score (higher is better) relative to ``ideal``."""
+    """Evidence in [0, 1) from a BM25 score (higher is better) relative to ``ideal``; a word
+    match is evidence, so it never falls below ``MIN_MATCH``."""
     if bm25 <= 0 or ideal <= 0:
         return 0.0
-    return -math.expm1(-LEXICAL_SATURATION * bm25 / ideal)
+    return max(MIN_MATCH, -math.expm1(-LEXICAL_SATURATION * bm25 / ideal))
 
 
 def semantic_evidence(cosine: float) -> float:
@@ -104,7 +108,8 @@ def fused_match(lexical: float, cosine: float | None, *,
     """A hybrid match from lexical evidence and a cosine (None: no vector, words alone)."""
     if cosine is None:
         return lexical
-    return lexical_weight * lexical + (1.0 - lexical_weight) * semantic_evidence(cosine)
+    match = lexical_weight * lexical + (1.0 - lexical_weight) * semantic_evidence(cosine)
+    return max(match, MIN_MATCH) if lexical > 0 else match
 
 
 def strength_factor(strength: float) -> float:

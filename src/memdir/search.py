@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from memdir.errors import InvalidMemoryError
 from memdir.index import BM25_WEIGHTS, row_to_memory
 from memdir.model import Hit, Memory, now
-from memdir.scale import MIN_MATCH, ideal_bm25, lexical_evidence, scored, strength_factor
+from memdir.scale import ideal_bm25, lexical_evidence, scored, strength_factor
 from memdir.taxonomy import Taxonomy
 
 if TYPE_CHECKING:
@@ -296,8 +296,6 @@ def run_search(conn: sqlite3.Connection, query: str, dirs: Sequence[MemoryDir], 
             if paths and not glob_matches(memory.paths, paths):
                 continue
             match = lexical_evidence(-float(row["rank"]), ideal)
-            if match < MIN_MATCH:
-                continue
             power = strength(memory, taxonomies.get(row["dir"]), at)
             hits.append(Hit(memory, scored(match, power), match, power))
         if not paths or len(hits) >= limit or len(rows) < pool:

@@ -27,7 +27,7 @@ from memdir.errors import InvalidMemoryError
 from memdir.index import Index
 from memdir.model import Hit, Memory, SessionRef, format_time, parse_time
 from memdir.safety import redact_secrets, strip_private
-from memdir.scale import MIN_MATCH, lexical_evidence, scored
+from memdir.scale import lexical_evidence, scored
 from memdir.search import fts_query, idf_total
 from memdir.transcript import Message, Transcript
 
@@ -147,8 +147,6 @@ def search_sessions(conn: sqlite3.Connection, query: str, directories: Sequence[
     hits = []
     for row in rows:
         match = lexical_evidence(-float(row["rank"]), ideal)
-        if match < MIN_MATCH:
-            continue
         ref = SessionRef(row["session_id"], row["chunk"], row["first_message"],
                          row["last_message"], row["transcript"])
         hits.append(Hit(_as_memory(row), scored(match, SESSION_STRENGTH), match,
