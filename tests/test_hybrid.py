@@ -105,8 +105,9 @@ def test_no_evidence_no_hit() -> None:
     fused = fuse_scores(["w", "none", "floor"], {"w": 0.4},
                         {"w": 0.1, "none": 0.05, "floor": SIMILARITY_FLOOR}, {})
     assert _order(fused) == ["w"]
-    # A word match is evidence however small its share: it keeps MIN_MATCH.
-    assert fuse_scores(["tiny"], {"tiny": MIN_MATCH}, {"tiny": 0.0}, {})[0][2] == MIN_MATCH
+    # A word match is evidence however small its share: at least MIN_MATCH, never a tie.
+    tiny = fuse_scores(["a", "b"], {"a": 1e-9, "b": 2e-9}, {"a": 0.0, "b": 0.0}, {})
+    assert _order(tiny) == ["b", "a"] and MIN_MATCH <= tiny[1][2] < tiny[0][2]
 
 
 def test_score_fusion_is_bounded_absolute_and_in_score_order() -> None:

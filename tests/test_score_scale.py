@@ -20,6 +20,7 @@ from memdir.mcp_server import build_server
 from memdir.model import Hit
 from memdir.scale import (
     LEXICAL_SATURATION,
+    MIN_MATCH,
     ideal_bm25,
     idf,
     lexical_evidence,
@@ -75,7 +76,9 @@ def test_idf_is_fts5s_and_an_ideal_match_has_ratio_one() -> None:
                              "AND rowid = 1").fetchone()[0]
         assert bm25 / ideal_bm25(len(rows), counts) == pytest.approx(1.0, rel=1e-9)
     assert idf(5, 2) == pytest.approx(math.log(3.5 / 2.5)) and idf(2, 1) == 1e-6
-    assert lexical_evidence(3.0, 3.0) == pytest.approx(1 - math.exp(-LEXICAL_SATURATION))
+    assert lexical_evidence(3.0, 3.0) == pytest.approx(
+        MIN_MATCH + (1 - MIN_MATCH) * (1 - math.exp(-LEXICAL_SATURATION)))
+    assert MIN_MATCH < lexical_evidence(1e-9, 3.0) < lexical_evidence(2e-9, 3.0) < 0.002
     assert lexical_evidence(0.0, 3.0) == 0.0 == lexical_evidence(1.0, 0.0)
     # Strength is a bounded exponent: score <= match, 0.6 .. 1.0.
     assert strength_factor(-1) == 0.6 and strength_factor(0.5) == 0.8 and strength_factor(9) == 1

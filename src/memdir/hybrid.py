@@ -18,7 +18,7 @@ Invariants:
 - Deterministic: ties break on the key, so the same inputs always give the same order.
 - :func:`fuse_scores`: ``lexical`` is evidence already on the scale (a key without it matched
   no query word: 0); a key without a cosine has no vector yet and is matched on its words
-  alone. A candidate with no evidence (match below ``MIN_MATCH``) is dropped; the rest come
+  alone. A candidate with no evidence (match 0) is dropped; the rest come
   best score first, with score <= match, both in [0, 1].
 """
 
@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
-from memdir.scale import LEXICAL_WEIGHT, MIN_MATCH, fused_match, scored
+from memdir.scale import LEXICAL_WEIGHT, fused_match, scored
 
 __all__ = ["LEXICAL_WEIGHT", "RRF_K", "fuse", "fuse_scores", "rrf"]
 
@@ -85,7 +85,7 @@ def fuse_scores(candidates: Iterable[K], lexical: Mapping[K, float],
     for key in dict.fromkeys(candidates):
         words = min(max(lexical.get(key, 0.0), 0.0), 1.0)
         match = fused_match(words, semantic.get(key), lexical_weight=lexical_weight)
-        if match >= MIN_MATCH:
+        if match > 0:
             out.append((key, scored(match, strength.get(key, 0.0)), match))
     out.sort(key=lambda t: (-t[1], str(t[0])))
     return out[:limit] if limit is not None else out

@@ -30,10 +30,10 @@ Invariants:
   candidates, on the pool sizes or on the limit: the same pair scores the same in a filtered
   search, with a smaller limit, or next to other queries' hits.
 - No evidence, no hit: a candidate that matched no query word and whose cosine is at or
-  below the floor (match below ``MIN_MATCH``) is never returned. A word match always counts,
-  at least ``MIN_MATCH``: in a small store a word held by half the memories or more has
-  almost no idf (FTS5 clamps it to 1e-6), so next to a rarer or unknown query word its share
-  is tiny, shown as 0.001.
+  below the floor (match 0) is never returned. Any evidence makes a match of at least
+  ``MIN_MATCH`` (0.001, so it never prints as 0.000), through a strictly increasing map that
+  ties nothing: in a small store a word held by half the memories or more has almost no idf
+  (FTS5 clamps it to 1e-6), so next to a rarer or unknown query word its share is tiny.
 - Pure functions on plain numbers: no SQLite here (the statistics come from
   :func:`memdir.search.idf_total`), so the PostgreSQL store can use the same scale.
 """
@@ -90,12 +90,18 @@ def ideal_bm25(rows: int, counts: Sequence[Sequence[int]]) -> float:
     return total
 
 
+def _floored(evidence: float) -> float:
+    """Any evidence at all is at least ``MIN_MATCH``: ``MIN_MATCH + (1 - MIN_MATCH) × e``, a
+    strictly increasing map, so the floor never ties two hits that evidence told apart."""
+    return MIN_MATCH + (1.0 - MIN_MATCH) * min(evidence, 1.0) if evidence > 0 else 0.0
+
+
 def lexical_evidence(bm25: float, ideal: float) -> float:
     """Evidence in [0, 1) from a BM25 score (higher is better) relative to ``ideal``; a word
-    match is evidence, so it never falls below ``MIN_MATCH``."""
+    match is evidence, so it is never below ``MIN_MATCH``."""
     if bm25 <= 0 or ideal <= 0:
         return 0.0
-    return max(MIN_MATCH, -math.expm1(-LEXICAL_SATURATION * bm25 / ideal))
+    return _floored(-math.expm1(-LEXICAL_SATURATION * bm25 / ideal))
 
 
 def semantic_evidence(cosine: float) -> float:
@@ -108,8 +114,7 @@ def fused_match(lexical: float, cosine: float | None, *,
     """A hybrid match from lexical evidence and a cosine (None: no vector, words alone)."""
     if cosine is None:
         return lexical
-    match = lexical_weight * lexical + (1.0 - lexical_weight) * semantic_evidence(cosine)
-    return max(match, MIN_MATCH) if lexical > 0 else match
+    return _floored(lexical_weight * lexical + (1.0 - lexical_weight) * semantic_evidence(cosine))
 
 
 def strength_factor(strength: float) -> float:
