@@ -15,11 +15,12 @@ so any number of server processes and threads may share one schema:
 - Recall claims a memory for a session with ``INSERT ... ON CONFLICT DO NOTHING RETURNING``
   while holding the session's row lock, so two processes never surface the same memory twice
   in one session nor overrun its byte budget.
-- Search turns any input into a tsquery (any input is safe) ranked by ``ts_rank_cd`` × the
-  memory's strength (:mod:`memdir.postgres_search`). Where the ``embed`` extra is there (and
-  ``semantic`` is not off), a background worker of the process embeds what was written
-  (pgvector's table, or plain float32 bytes without it) and search fuses the words' ranking
-  with the nearest by meaning (:mod:`memdir.postgres_vectors`); no write waits for the model.
+- Search turns any input into a tsquery (any input is safe) and scores its matches on the
+  scale of :mod:`memdir.scale` (word evidence and strength, :mod:`memdir.postgres_search`).
+  Where the ``embed`` extra is there (and ``semantic`` is not off), a background worker of
+  the process embeds what was written (pgvector's table, or plain float32 bytes without it)
+  and search fuses the words' ranking with the nearest by meaning
+  (:mod:`memdir.postgres_vectors`); no write waits for the model.
 - One connection per thread; database failures become :class:`memdir.errors.DatabaseError`
   with a hint, never a driver exception (:mod:`memdir.postgres_conn`).
 

@@ -2,17 +2,19 @@
 and meaning.
 
 Words: any input becomes a tsquery through :func:`memdir.search.fts_query` (quoted word
-tokens joined by OR, which ``websearch_to_tsquery`` parses without ever failing), ranked by
-``ts_rank_cd`` × :func:`memdir.search.rank_factor` of the memory's strength.
+tokens joined by OR, which ``websearch_to_tsquery`` parses without ever failing); the best
+matches by ``ts_rank_cd`` are the candidates, and each is scored on the scale of
+:mod:`memdir.scale` by its word evidence (:mod:`memdir.postgres_evidence`: the idf-weighted
+share of the query's words it holds, the nearest this store gets to the SQLite index's BM25
+ratio) and its strength.
 
 Meaning, when the store's vectors are on and the model is loaded
 (:mod:`memdir.postgres_vectors`): the best :data:`~memdir.semantic.LEXICAL_POOL` by
-``ts_rank_cd`` alone and the nearest :data:`~memdir.semantic.SEMANTIC_POOL` vectors at or
-above the similarity floor, their union ranked by :func:`memdir.hybrid.fuse_scores` (the
-z-scores of the two signals, the cosine of a word match included where it has a vector) ×
-the bounded strength, exactly as :func:`memdir.semantic.hybrid_search` ranks the SQLite
-index with BM25: the same constants, the same fusion, so both stores put the same memories
-on top of the same data.
+``ts_rank_cd`` and the nearest :data:`~memdir.semantic.SEMANTIC_POOL` vectors at or above the
+similarity floor, their union scored by :func:`memdir.hybrid.fuse_scores` from each one's
+word evidence and cosine, exactly as :func:`memdir.semantic.hybrid_search` scores the SQLite
+index: the same constants, the same scale, so both stores put the same memories on top of
+the same data.
 
 Invariants:
 - Both rankings apply the same filters, built once by :func:`where_clause` (types resolved
@@ -32,7 +34,9 @@ from memdir.errors import InvalidMemoryError
 from memdir.hybrid import LEXICAL_WEIGHT, fuse_scores
 from memdir.model import SCOPES, STATUSES, Hit, Memory, Scope
 from memdir.postgres_conn import COLUMNS, Conn, memory_from_row
-from memdir.search import fts_query, rank_factor, strength
+from memdir.postgres_evidence import word_evidence
+from memdir.scale import scored
+from memdir.search import fts_query, strength
 from memdir.semantic import LEXICAL_POOL
 from memdir.taxonomy import Taxonomy
 
@@ -87,7 +91,7 @@ def search(store: PostgresStore, query: str, *, limit: int, types: Sequence[str]
     if store.embeddings.model is not None:
         return hybrid(store, text, where, params, limit)
     terms = fts_query(text)
-    return fts(store, terms, where, params, limit) if terms else []
+    return fts(store, text, terms, where, params, limit) if terms else []
 
 
 def _matches(conn: Conn, terms: str, where: str, params: Sequence[Any],
@@ -101,24 +105,28 @@ def _matches(conn: Conn, terms: str, where: str, params: Sequence[Any],
     return [(memory_from_row(row), float(row["match"])) for row in rows]
 
 
-def fts(store: PostgresStore, terms: str, where: str, params: Sequence[Any],
+def fts(store: PostgresStore, query: str, terms: str, where: str, params: Sequence[Any],
         limit: int) -> list[Hit]:
-    """The best ``limit`` memories matching a tsquery and the filters, by match × strength."""
+    """The best ``limit`` memories matching ``terms`` (the tsquery of ``query``) and the
+    filters, by score: their word evidence (:mod:`memdir.postgres_evidence`) and strength."""
     with store.connections.db() as conn:
         matches = _matches(conn, terms, where, params, max(limit * 4, 40))
+        evidence = word_evidence(conn, query, [m.id for m, _ in matches])
     at = store.clock()
     hits = []
-    for memory, match in matches:
+    for memory, _ in matches:
         power = strength(memory, store.taxonomy, at)
-        hits.append(Hit(memory, match * rank_factor(power), match, power))
+        match = evidence[memory.id]
+        if match > 0:
+            hits.append(Hit(memory, scored(match, power), match, power))
     hits.sort(key=lambda h: (-h.score, h.memory.id))
     return hits[:limit]
 
 
 def hybrid(store: PostgresStore, query: str, where: str, params: Sequence[Any],
            limit: int) -> list[Hit]:
-    """The tsvector matches and the nearest vectors, ranked by fused z-scores × bounded
-    strength, best first (see the module docstring)."""
+    """The tsvector matches and the nearest vectors, scored by their fused word and meaning
+    evidence and strength, best first (see the module docstring)."""
     embeddings = store.embeddings
     embedder = embeddings.model
     assert embedder is not None
@@ -133,8 +141,9 @@ def hybrid(store: PostgresStore, query: str, where: str, params: Sequence[Any],
             memories.setdefault(memory.id, memory)
         known = {m.id: cosine for m, cosine in near}
         cosines = {**meaning.cosines([key for key in memories if key not in known]), **known}
+        lexical = word_evidence(conn, query, list(memories))
     at = store.clock()
     power = {key: strength(m, store.taxonomy, at) for key, m in memories.items()}
-    fused = fuse_scores(list(memories), {m.id: match for m, match in words}, cosines, power,
+    fused = fuse_scores(list(memories), lexical, cosines, power,
                         lexical_weight=LEXICAL_WEIGHT, limit=limit)
     return [Hit(memories[key], score, match, power[key]) for key, score, match in fused]
