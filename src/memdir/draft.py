@@ -185,7 +185,8 @@ def draft(content: str, *, type: str, scope: Scope, taxonomy: Taxonomy, now: dat
     ``anchor`` is the day relative dates are counted from; None leaves dates as written
     (imports: the text was already stored once). ``context`` (search context) is checked
     like the body (``<private>`` stripped, secrets refused) and kept as one line of at most
-    ``MAX_CONTEXT`` characters; ``date`` is the day the memory is about.
+    ``MAX_CONTEXT`` characters, its relative dates as said (the words a question repeats;
+    it is never shown); ``date`` is the day the memory is about.
     """
     content = _text(content, "content") or ""
     name, description = _text(name, "name"), _text(description, "description")
@@ -215,7 +216,7 @@ def draft(content: str, *, type: str, scope: Scope, taxonomy: Taxonomy, now: dat
         relevance=relevance_of(relevance, taxonomy, canonical),
         tags=tag_list(tags), paths=tag_list(paths, "paths"), source=source,
         created=now, updated=now, meta=_meta(meta), date=_day(date),
-        context=bound_context(clean_text(context, anchor)) if context else "",
+        context=bound_context(clean_text(context, None)) if context else "",
     )
     _check_text([memory.body, memory.name, memory.description, *memory.tags,
                  *memory.paths, *meta_strings(memory.meta), memory.context])

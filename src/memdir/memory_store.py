@@ -24,8 +24,8 @@ Invariants every implementation keeps:
 from __future__ import annotations
 
 import builtins
-from datetime import date, datetime
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from memdir.model import Hit, Memory, Scope, Stats
