@@ -290,3 +290,16 @@ def test_a_merge_keeps_one_context(md: Memdir) -> None:
     kept = [m for m in md.list() if m.id in (first.id, second.id)]
     assert len(kept) == 1 and kept[0].context == "Paola: when is staging refreshed?"
     assert ids(md.search("paola", mode="fts")) == [kept[0].id]
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "markdown"])
+def test_export_and_import_keep_context_and_date(md: Memdir, tmp_path: Path,
+                                                 fmt: str) -> None:
+    memory = md.store(BODY, type="fact", context=CONTEXT, date="2024-01-12")
+    md.export(tmp_path / "out", format=fmt)
+    with Memdir(home=tmp_path / "other-home", project=tmp_path, sync_interval=0) as other:
+        report = other.import_(tmp_path / "out")
+        assert [m.id for m in report.imported] == [memory.id]
+        got = other.get(memory.id)
+        assert got.context == CONTEXT and got.date == date(2024, 1, 12)
+        assert ids(other.search("zeppelin", mode="fts")) == [memory.id]
