@@ -35,7 +35,7 @@ from pg_support import DSN, fresh_schema
 T0 = datetime(2026, 1, 5, 9, 0, 0, tzinfo=UTC)
 FIELDS = ("id", "name", "description", "type", "scope", "relevance", "tags", "paths",
           "source", "created", "updated", "reinforced", "status", "superseded_by", "meta",
-          "content")
+          "date", "context", "content")
 
 
 class Clock:
@@ -459,3 +459,38 @@ def test_both_stores_put_the_same_memories_on_top(home: Path, repo: Path,
             assert pg_top == sqlite_top, query
             compared += len(pg_top)
         assert compared >= 2 * len(QUERIES)
+def test_search_context_is_searched_never_shown(store: Any) -> None:
+    context = "Kevin: are you going to the zeppelin concert?"
+    stored = store.store("Yes, I bought tickets for both of us", type="fact", context=context)
+    store.store("Tickets for the museum are free on Sundays", type="fact")
+    assert stored.context == context and store.get(stored.id).context == context
+    hits = store.search("zeppelin")
+    assert [h.memory.id for h in hits] == [stored.id]
+    assert "zeppelin" not in str([h.to_dict() for h in hits])
+    assert "zeppelin" not in store.context("concert tickets").text
+    recalled = store.recall("are we going to the zeppelin concert", "session-z")
+    assert [m.id for m in recalled.memories] == [stored.id]
+    assert "zeppelin" not in recalled.text
+    with pytest.raises(SecretDetectedError):
+        store.store("Noted", type="fact", context="token ghp_abcdefghijklmnopqrstuvwxyz0123456789")
+    private = store.store("Noted the pin", type="fact",
+                          context="Paola: <private>pin 4455</private>here it is")
+    assert private.context == "Paola: here it is"
+    assert store.search("4455") == []
+    # A duplicate keeps the first context, and gets one when it had none.
+    again = store.store("yes, I bought tickets for both of us", type="fact", context="other")
+    assert again.id == stored.id and again.context == context
+    plain = store.store("The lift is out of order", type="fact")
+    filled = store.store("the lift is out of order", type="fact", context="Emi: stairs?")
+    assert filled.id == plain.id and filled.context == "Emi: stairs?"
+
+
+def test_days_are_searched_as_words(store: Any) -> None:
+    created = store.store("We froze the public API", type="decision")  # T0: Monday 5 January
+    said = store.store("The concert is sold out", type="fact", date="2024-03-08")  # a Friday
+    assert said.date is not None and said.date.isoformat() == "2024-03-08"
+    assert store.get(said.id).date == said.date
+    assert [h.memory.id for h in store.search("what did we decide in March")] == [said.id]
+    assert [h.memory.id for h in store.search("Friday")] == [said.id]
+    assert {h.memory.id for h in store.search("January 2026")} == {created.id, said.id}
+    assert "March" not in str([h.to_dict() for h in store.search("March")])

@@ -34,7 +34,7 @@ import builtins
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -83,12 +83,15 @@ _CASTS = {"tags": "::text[]", "paths": "::text[]", "meta": "::jsonb"}
 _VALUES = [f"%s{_CASTS.get(c, '')}" for c in WRITTEN]
 _INSERT = f"INSERT INTO memories AS m ({', '.join(WRITTEN)}) VALUES ({', '.join(_VALUES)})"
 # The same content again: one more reinforcement, the union of the tags, the higher relevance,
-# back to active (what the Markdown store does to the file of a duplicate).
+# back to active, the first search context and date kept (given now when there was none):
+# what the Markdown store does to the file of a duplicate.
 _REINFORCE = (
     " ON CONFLICT (scope, norm_hash) DO UPDATE SET reinforced = m.reinforced + 1, "
     "updated = EXCLUDED.updated, status = 'active', relevance = GREATEST(m.relevance, "
     "EXCLUDED.relevance), tags = m.tags || ARRAY(SELECT t FROM unnest(EXCLUDED.tags) WITH "
-    "ORDINALITY AS x(t, n) WHERE NOT t = ANY(m.tags) ORDER BY n)")
+    "ORDINALITY AS x(t, n) WHERE NOT t = ANY(m.tags) ORDER BY n), "
+    "context = CASE WHEN m.context = '' THEN EXCLUDED.context ELSE m.context END, "
+    "date = COALESCE(m.date, EXCLUDED.date)")
 _UPDATE = (f"UPDATE memories SET ({', '.join(WRITTEN[1:])}) = ({', '.join(_VALUES[1:])}) "
            f"WHERE id = %s RETURNING {COLUMNS}")
 
@@ -158,12 +161,13 @@ class PostgresStore:
               name: str | None = None, description: str | None = None,
               tags: Iterable[str] = (), paths: Iterable[str] = (),
               relevance: float | str | None = None, meta: Mapping[str, Any] | None = None,
-              source: str = "manual") -> Memory:
+              source: str = "manual", context: str | None = None,
+              date: date | datetime | str | None = None) -> Memory:
         """Store one memory; an exact duplicate (same scope) reinforces the existing one."""
         return self.store_many([{"content": content, "type": type, "scope": scope,
                                  "name": name, "description": description, "tags": tags,
                                  "paths": paths, "relevance": relevance, "meta": meta,
-                                 "source": source}])[0]
+                                 "source": source, "context": context, "date": date}])[0]
 
     def store_many(self, items: Iterable[Mapping[str, Any]]) -> builtins.list[Memory]:
         """Store many memories in one transaction; all are validated before any is written."""

@@ -30,6 +30,11 @@ from memdir.search import query_terms
 __all__ = ["word_evidence"]
 
 
+def _count(conn: Conn, query: str, params: Sequence[str]) -> int:
+    row = conn.execute(query, params).fetchone()
+    return int(row["n"]) if row else 0
+
+
 def word_evidence(conn: Conn, query: str, ids: Sequence[str]) -> dict[str, float]:
     """The lexical evidence of each memory of ``ids`` for ``query`` (0 when it holds none
     of the query's words)."""
@@ -38,10 +43,9 @@ def word_evidence(conn: Conn, query: str, ids: Sequence[str]) -> dict[str, float
     if not terms or not wanted:
         return dict.fromkeys(wanted, 0.0)
     forms = list(dict.fromkeys(form for word in terms for form in word))
-    rows = int(conn.execute("SELECT count(*) AS n FROM memories").fetchone()["n"])
-    held = {form: int(conn.execute(
-        "SELECT count(*) AS n FROM memories WHERE search @@ plainto_tsquery('english', %s)",
-        (form,)).fetchone()["n"]) for form in forms}
+    rows = _count(conn, "SELECT count(*) AS n FROM memories", ())
+    held = {form: _count(conn, "SELECT count(*) AS n FROM memories WHERE search @@ "
+                         "plainto_tsquery('english', %s)", (form,)) for form in forms}
     tests = ", ".join(f"search @@ plainto_tsquery('english', %s) AS f{n}"
                       for n in range(len(forms)))
     has = {row["id"]: [bool(row[f"f{n}"]) for n in range(len(forms))] for row in conn.execute(

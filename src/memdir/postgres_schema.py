@@ -11,7 +11,9 @@ Invariants:
 - Migrations are append-only: a released one is never edited, a change is a new entry.
 - ``memories.search`` is a weighted ``tsvector`` kept by a trigger (``array_to_string`` is
   not immutable, so a generated column cannot use it): name A, description and tags B, body
-  C, paths D, English stemming, so "deploy" finds "Deployments".
+  C, paths, search context and the days of ``created`` and ``date`` as words D (as
+  :func:`memdir.model.date_words` writes them), English stemming, so "deploy" finds
+  "Deployments".
 - One row per (scope, content): the unique index ``memories_content`` on
   (scope, norm_hash) is what lets concurrent writers of the same text end up with one row.
 - ``plain_vectors`` (migration 3) holds the vectors where pgvector is missing: float32
@@ -134,6 +136,34 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
                                OR OLD.description IS DISTINCT FROM NEW.description
                                OR OLD.body IS DISTINCT FROM NEW.body)
             EXECUTE FUNCTION plain_vectors_stale();
+        """,
+    ),
+    (
+        "search context and the day a memory is about, in the tsvector (weight D) with the "
+        "days of created and date as words (month and year, weekday, ISO date)",
+        """
+        ALTER TABLE memories ADD COLUMN context text NOT NULL DEFAULT '',
+                             ADD COLUMN date date;
+        CREATE OR REPLACE FUNCTION memories_search_vector() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            NEW.search :=
+                setweight(to_tsvector('english', NEW.name), 'A') ||
+                setweight(to_tsvector('english', NEW.description || ' ' ||
+                                      array_to_string(NEW.tags, ' ')), 'B') ||
+                setweight(to_tsvector('english', NEW.body), 'C') ||
+                setweight(to_tsvector('english', array_to_string(NEW.paths, ' ') || ' ' ||
+                    NEW.context || ' ' || concat_ws(' ',
+                    to_char(NEW.created AT TIME ZONE 'UTC', 'FMMonth YYYY FMDay YYYY-MM-DD'),
+                    CASE WHEN NEW.date IS DISTINCT FROM (NEW.created AT TIME ZONE 'UTC')::date
+                         THEN to_char(NEW.date, 'FMMonth YYYY FMDay YYYY-MM-DD') END)), 'D');
+            RETURN NEW;
+        END $$;
+        DROP TRIGGER memories_search_vector ON memories;
+        CREATE TRIGGER memories_search_vector
+            BEFORE INSERT OR UPDATE OF name, description, tags, body, paths, context, date,
+                created ON memories
+            FOR EACH ROW EXECUTE FUNCTION memories_search_vector();
+        UPDATE memories SET context = context;
         """,
     ),
 )
