@@ -26,11 +26,12 @@ Approximated: the stemmer (PostgreSQL's Snowball English, FTS5's Porter) and the
 (PostgreSQL keeps a path as one word, splits "well-known" into three); the row's length
 ``|D|`` is its tsvector's highest position, which counts stop words as FTS5 does but not
 those that end a segment (name, description and tags, body, the rest); ``avgdl``, the mean
-of those lengths over the table, is cached per database and schema and read again after
-``AVERAGE_TTL`` seconds or once the row count moved by more than 1% (a scan costs tens of
-milliseconds at 10k rows; a few new rows barely move a mean). Two forms of one word that
-PostgreSQL stems alike (``deploy`` / ``deployment``, apart in Porter) count once, as the
-one phrase FTS5 finds in the memory. Positions stop at 16,383 (PostgreSQL's limit).
+of those lengths over the table (over a random sample of ``AVERAGE_SAMPLE`` rows in a larger
+table), is cached per database and schema and read again after ``AVERAGE_TTL`` seconds or
+once the row count moved by more than 1% (a few new rows barely move a mean). Two forms of
+one word that PostgreSQL stems alike (``deploy`` / ``deployment``, apart in Porter) count
+once, as the one phrase FTS5 finds in the memory. Positions stop at 16,383 (PostgreSQL's
+limit).
 
 Invariants:
 - A memory's evidence depends only on the memory, the query and the table's statistics
@@ -53,7 +54,7 @@ from memdir.postgres_conn import Conn
 from memdir.scale import ideal_bm25, idf, lexical_evidence
 from memdir.search import query_terms
 
-__all__ = ["AVERAGE_TTL", "K1", "WEIGHTS", "B", "bm25", "word_evidence"]
+__all__ = ["AVERAGE_SAMPLE", "AVERAGE_TTL", "K1", "WEIGHTS", "B", "bm25", "word_evidence"]
 
 K1, B = 1.2, 0.75  # FTS5's bm25() constants
 #: The FTS5 column weights of the SQLite index (memories_fts's column order).
@@ -84,7 +85,10 @@ LATERAL (SELECT json_agg(json_build_array(u.lexeme, u.positions, u.weights)) AS 
 WHERE m.id = ANY(%s::text[]) AND h.hits IS NOT NULL
 """
 _AVERAGE = ("SELECT coalesce(avg((SELECT max(p) FROM unnest(search) u, unnest(u.positions) p)),"
-            " 0) AS avgdl FROM memories")
+            " 0) AS avgdl FROM memories{}")
+#: Rows whose lengths the average is read from at most: a larger table is sampled (the mean
+#: of 2,000 lengths is within about 1% of the table's; a full scan costs ~270 ms at 10k).
+AVERAGE_SAMPLE = 2000
 
 Phrase = tuple[tuple[int, str], ...]  # (offset from the first token, lexeme), in order
 
@@ -98,14 +102,22 @@ def bm25(frequencies: Sequence[float], idfs: Sequence[float], length: float,
                if f > 0)
 
 
-def _statistics(conn: Conn, phrases: Sequence[str]) -> tuple[int, str, list[int]]:
-    """N, the schema, and each form's row count, in one round trip."""
-    counts = ", ".join(f"(SELECT count(*) FROM memories WHERE search @@ "
-                       f"phraseto_tsquery('english', %s)) AS f{n}" for n in range(len(phrases)))
-    row = conn.execute(f"SELECT (SELECT count(*) FROM memories) AS n, current_schema() AS s"
-                       f"{', ' if counts else ''}{counts}", list(phrases)).fetchone()
+def _statistics(conn: Conn, forms: Sequence[str]) -> tuple[int, str, list[Phrase], list[int]]:
+    """N, the schema, and each form as PostgreSQL parses it (its lexemes with their offsets;
+    empty: stop words) with its row count, in one round trip."""
+    parts = ", ".join(
+        f"(SELECT json_agg(json_build_array(p, u.lexeme)) FROM unnest(to_tsvector('english', "
+        f"%s)) u, unnest(u.positions) p) AS l{n}, (SELECT count(*) FROM memories WHERE search "
+        f"@@ phraseto_tsquery('english', %s)) AS f{n}" for n in range(len(forms)))
+    row = conn.execute(f"SELECT (SELECT count(*) FROM memories) AS n, current_schema() AS s, "
+                       f"{parts}", [f for form in forms for f in (form, form)]).fetchone()
     assert row is not None
-    return int(row["n"]), str(row["s"]), [int(row[f"f{n}"]) for n in range(len(phrases))]
+    phrases = []
+    for n in range(len(forms)):
+        tokens = sorted((int(p), str(lexeme)) for p, lexeme in row[f"l{n}"] or [])
+        phrases.append(tuple((p - tokens[0][0], lexeme) for p, lexeme in tokens))
+    return (int(row["n"]), str(row["s"]), phrases,
+            [int(row[f"f{n}"]) for n in range(len(forms))])
 
 
 def _average_length(conn: Conn, schema: str, rows: int) -> float:
@@ -115,26 +127,13 @@ def _average_length(conn: Conn, schema: str, rows: int) -> float:
         known, avgdl, read = cached
         if time.monotonic() - read < AVERAGE_TTL and abs(rows - known) <= known // 100:
             return avgdl
-    row = conn.execute(_AVERAGE).fetchone()
+    sample = (f" TABLESAMPLE BERNOULLI ({100.0 * AVERAGE_SAMPLE / rows:.6f}) REPEATABLE (0)"
+              if rows > AVERAGE_SAMPLE else "")
+    row = conn.execute(_AVERAGE.format(sample)).fetchone()
     avgdl = float(row["avgdl"]) if row else 0.0
     with _averages_lock:
         _averages[key] = (rows, avgdl, time.monotonic())
     return avgdl
-
-
-def _phrases(conn: Conn, forms: Sequence[str]) -> list[Phrase]:
-    """Each form as PostgreSQL parses it: its lexemes with their offsets (empty: stop words)."""
-    found: list[list[tuple[int, str]]] = [[] for _ in forms]
-    for row in conn.execute(
-            "SELECT f.n, u.lexeme, p FROM unnest(%s::text[]) WITH ORDINALITY AS f(form, n), "
-            "unnest(to_tsvector('english', f.form)) u, unnest(u.positions) p",
-            [list(forms)]).fetchall():
-        found[int(row["n"]) - 1].append((int(row["p"]), str(row["lexeme"])))
-    out = []
-    for tokens in found:
-        tokens.sort()
-        out.append(tuple((p - tokens[0][0], lexeme) for p, lexeme in tokens))
-    return out
 
 
 def _column_weight(letter: str, position: int, row: dict[str, Any]) -> float:
@@ -169,15 +168,14 @@ def word_evidence(conn: Conn, query: str, ids: Sequence[str]) -> dict[str, float
     if not terms or not wanted:
         return out
     forms = list(dict.fromkeys(form for word in terms for form in word))  # fts_query's phrases
-    parsed = dict(zip(forms, _phrases(conn, forms), strict=True))
-    searched = [form for form in forms if parsed[form]]
-    rows, schema, counts = _statistics(conn, searched)
-    held = dict.fromkeys(forms, 0) | dict(zip(searched, counts, strict=True))
+    rows, schema, parsed, counts = _statistics(conn, forms)
+    held = dict(zip(forms, counts, strict=True))
     ideal = ideal_bm25(rows, [[held[form] for form in word] for word in terms])
     # One phrase per distinct parse: forms PostgreSQL stems alike find the same tokens.
     phrases: dict[Phrase, float] = {}
-    for form in searched:
-        phrases.setdefault(parsed[form], idf(rows, held[form]))
+    for phrase, count in zip(parsed, counts, strict=True):
+        if phrase:  # a stop word matches nothing
+            phrases.setdefault(phrase, idf(rows, count))
     if not phrases or ideal <= 0:
         return out
     avgdl = _average_length(conn, schema, rows)
