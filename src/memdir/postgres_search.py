@@ -4,9 +4,9 @@ and meaning.
 Words: any input becomes a tsquery through :func:`memdir.search.fts_query` (quoted word
 tokens joined by OR, which ``websearch_to_tsquery`` parses without ever failing); the best
 matches by ``ts_rank_cd`` are the candidates, and each is scored on the scale of
-:mod:`memdir.scale` by its word evidence (:mod:`memdir.postgres_evidence`: the idf-weighted
-share of the query's words it holds, the nearest this store gets to the SQLite index's BM25
-ratio) and its strength.
+:mod:`memdir.scale` by its word evidence (:mod:`memdir.postgres_evidence`: FTS5's weighted
+BM25 over the ideal BM25, computed from its tsvector, as the SQLite index scores it) and its
+strength.
 
 Meaning, when the store's vectors are on and the model is loaded
 (:mod:`memdir.postgres_vectors`): the best :data:`~memdir.semantic.LEXICAL_POOL` by
