@@ -21,14 +21,13 @@ import anyio
 import pytest
 from mcp import Client
 
+from conftest import CLI
 from memdir import Memdir
 from memdir.errors import InvalidMemoryError, SecretDetectedError
 from memdir.index_schema import MIGRATIONS, statements
 from memdir.mcp_server import build_server
 from memdir.model import MAX_CONTEXT, date_words
 from memdir.transcript import parse_transcript
-
-from conftest import CLI
 
 SECRET = "ghp_" + "a1B2" * 9
 CONTEXT = "Kevin: are you going to the zeppelin concert on Friday?"

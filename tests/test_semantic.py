@@ -197,8 +197,14 @@ def test_a_match_whose_vector_is_not_computed_yet_still_ranks(
         assert _vectors(md) == 0  # the model was not loaded: nothing embedded at write time
         monkeypatch.setattr(semantic, "BATCH", 1)  # a search embeds one memory at most
         hits = md.search("chocolate cake recipe dark cocoa")
-        assert _vectors(md) == 1  # the others have no vector: no cosine, neutral
-        assert hits[0].memory.id == ids["cake"] and hits[0].match == 1.0
+        assert _vectors(md) == 1  # the others have no vector: matched on their words alone
+        assert hits[0].memory.id == ids["cake"]
+        words = {h.memory.id: h.match for h in md.search("chocolate cake recipe dark cocoa",
+                                                         mode="fts", touch=False)}
+        embedded = {r[0] for r in md.index.conn.execute("SELECT file FROM embeddings")}
+        unembedded = [h for h in hits if h.memory.path and h.memory.path.name not in embedded]
+        assert unembedded and all(h.match == pytest.approx(words[h.memory.id])
+                                  for h in unembedded)
         assert {h.memory.id for h in hits} >= {ids["cake"]}
         assert all(0.0 <= h.match <= 1.0 for h in hits)
 

@@ -38,14 +38,17 @@ from memdir.model import (
     parse_time,
 )
 from memdir.safety import redact_secrets, strip_private
-from memdir.search import fts_query
+from memdir.scale import lexical_evidence, scored
+from memdir.search import fts_query, idf_total
 from memdir.transcript import Message, Transcript
 
-__all__ = ["CHUNK_CHARS", "SESSION_WEIGHT", "SessionIndex", "chunk_messages", "index_session",
+__all__ = ["CHUNK_CHARS", "SESSION_STRENGTH", "SessionIndex", "chunk_messages", "index_session",
            "search_sessions", "turn_context"]
 
 CHUNK_CHARS = 2000
-SESSION_WEIGHT = 0.8  # a session chunk ranks below a memory that matches as well
+# A chunk is scored as a memory of strength 0 (memdir.scale): below any memory that matches
+# as well, on the same scale, so the two kinds of hit interleave by score.
+SESSION_STRENGTH = 0.0
 # text, context, dates: the chunk's own words weigh most (as a memory's body over its context)
 BM25_WEIGHTS = (1.0, 0.5, 0.5)
 
@@ -167,7 +170,8 @@ def _as_memory(row: sqlite3.Row) -> Memory:
 
 def search_sessions(conn: sqlite3.Connection, query: str, directories: Sequence[str], *,
                     limit: int) -> list[Hit]:
-    """Session chunks matching ``query`` (BM25), scored on the memories' scale × 0.8."""
+    """Session chunks matching ``query`` (BM25), scored on the memories' scale
+    (:mod:`memdir.scale`: lexical evidence in ``session_fts``, strength 0)."""
     fts = fts_query(query)
     if fts is None or not directories:
         return []
@@ -177,10 +181,12 @@ def search_sessions(conn: sqlite3.Connection, query: str, directories: Sequence[
         "JOIN session_chunks c ON c.rowid = session_fts.rowid "
         f"WHERE session_fts MATCH ? AND c.dir IN ({','.join('?' * len(directories))}) "
         f"ORDER BY rank LIMIT {int(limit)}", [fts, *directories]).fetchall()
+    ideal = idf_total(conn, query, "session_fts")
     hits = []
     for row in rows:
-        match = -float(row["rank"])
+        match = lexical_evidence(-float(row["rank"]), ideal)
         ref = SessionRef(row["session_id"], row["chunk"], row["first_message"],
                          row["last_message"], row["transcript"])
-        hits.append(Hit(_as_memory(row), match * SESSION_WEIGHT, match, 0.0, ref))
+        hits.append(Hit(_as_memory(row), scored(match, SESSION_STRENGTH), match,
+                        SESSION_STRENGTH, ref))
     return hits
