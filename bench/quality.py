@@ -17,7 +17,10 @@ before the first query, as after ``memdir reindex --embeddings``). ``sqlite`` is
 reference point outside memdir: plain SQLite FTS5 BM25 over the raw units, the query an OR of
 all its tokens. Variant rows try cheap changes (``--variants``): a fuller stop-word list,
 REALTALK turns indexed with their neighbours, pseudo-relevance-feedback query expansion,
-MADial query contexts. Every row sees the same queries; nothing reads answers or test turns.
+MADial query contexts, and issue 20's signals by name (``ALIASES``): ``context`` (the turn
+before as memdir search context), ``dates`` (the day as the memory's date), ``query words``,
+``embed context``; ``--variant-retriever bm25,hybrid`` gives each variant a row per retriever.
+Every row sees the same queries; nothing reads answers or test turns.
 Searches pass ``touch=False`` so one query's hits do not reinforce memories for the next. The
 Δ columns: mean per-query difference from the ``bm25`` row on the issue's target metric, ± a
 95% interval.
@@ -31,6 +34,8 @@ Usage::
     python bench/quality.py                                   # everything, default variants
     python bench/quality.py --retrievers bm25,hybrid --variants none --json out.json
     python bench/quality.py --datasets madial --variants context=last3,expand=5
+    python bench/quality.py --retrievers sqlite,bm25,hybrid --variant-retriever bm25,hybrid \
+        --variants "context,dates,context+dates,query words,embed context"
 """
 
 from __future__ import annotations
