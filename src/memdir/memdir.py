@@ -271,11 +271,13 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
                scopes: Sequence[Scope] | None = None, tags: Sequence[str] | None = None,
                include_archived: bool = False, paths: Sequence[str] | None = None,
                touch: bool = True, sources: Sequence[str] = ("memories",),
-               mode: str = "auto") -> list[Hit]:
-        """Search ranked by match × a bounded strength factor. ``mode``: "fts" (BM25),
+               mode: str = "auto", dates: bool = True) -> list[Hit]:
+        """Search ranked by score (:mod:`memdir.scale`). ``mode``: "fts" (BM25),
         "hybrid" (BM25 and embeddings fused; FTS alone when the extra is missing) or "auto"
         (hybrid when semantic search is on). With "sessions" in ``sources``, indexed session
-        chunks too (``hit.session`` says where from)."""
+        chunks too (``hit.session`` says where from). ``dates=False``: a memory's days as
+        words are no evidence on their own (what recall asks: a prompt saying "Friday" is not
+        about the memories written on a Friday)."""
         limit = checked_limit(limit)
         query, tags = scrub(query), scrub_all(tags)
         unknown = set(sources) - {"memories", "sessions"}
@@ -295,17 +297,17 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
 
             hits = hybrid_search(self.index, dirs, embedder, query, types=kinds, tags=tags,
                                  include_archived=include_archived, paths=paths, limit=limit,
-                                 at=self._clock())
+                                 at=self._clock(), dates=dates)
         else:
             hits = run_search(self.index.conn, query, dirs, types=kinds, tags=tags,
                               include_archived=include_archived, paths=paths, limit=limit,
-                              at=self._clock())
+                              at=self._clock(), dates=dates)
         if "sessions" in sources:
             from memdir.sessions import search_sessions
 
             project = [d.key for d in dirs if d.scope == "project"]
             hits = sorted([*hits, *search_sessions(self.index.conn, query, project,
-                                                   limit=limit)],
+                                                   limit=limit, dates=dates)],
                           key=lambda h: -h.score)[:limit]
         if touch:
             self.index.touch(h.memory for h in hits)

@@ -41,6 +41,7 @@ from memdir.search import (
     fts_query,
     glob_matches,
     idf_total,
+    own_matches,
     run_search,
     strength,
 )
@@ -170,7 +171,7 @@ def _where(memory: Memory) -> tuple[str, str]:
 
 def _lexical(index: Index, query: str, dirs: Sequence[MemoryDir], *, types: Sequence[str],
              tags: Sequence[str] | None, include_archived: bool,
-             limit: int) -> dict[tuple[str, str], float]:
+             limit: int, dates: bool) -> dict[tuple[str, str], float]:
     """The ``limit`` best BM25 matches as (dir, file) -> BM25 match (higher is better), the
     same query and filters as :func:`memdir.search.run_search` without a path filter, but
     neither loaded nor re-ranked: strength applies once, in the fusion."""
@@ -179,14 +180,18 @@ def _lexical(index: Index, query: str, dirs: Sequence[MemoryDir], *, types: Sequ
         return {}
     rows = best_matches(index.conn, fts, dirs, types=types, tags=tags,
                         include_archived=include_archived, limit=limit, whole=False)
-    return {(row[0], row[1]): -float(row[2]) for row in rows}
+    own = None if dates else own_matches(index.conn, fts, [(row[0], row[1]) for row in rows])
+    return {(row[0], row[1]): -float(row[2]) for row in rows
+            if own is None or (row[0], row[1]) in own}
 
 
 def hybrid_search(index: Index, dirs: Sequence[MemoryDir], embedder: Embedder, query: str, *,
                   types: Sequence[str], tags: Sequence[str] | None, include_archived: bool,
-                  paths: Sequence[str] | None, limit: int, at: datetime) -> list[Hit]:
+                  paths: Sequence[str] | None, limit: int, at: datetime,
+                  dates: bool = True) -> list[Hit]:
     """The best BM25 matches and nearest vectors, on the score scale (:mod:`memdir.scale`);
-    same filters as search."""
+    same filters as search. ``dates=False``: a match only in a memory's date words is no
+    lexical evidence (:data:`memdir.search.OWN_COLUMNS`)."""
     from memdir.embed import cosine_scores, top_k
 
     if not dirs or not query.strip():
@@ -199,13 +204,13 @@ def hybrid_search(index: Index, dirs: Sequence[MemoryDir], embedder: Embedder, q
     if paths:  # globs filter after loading: run_search takes a pool large enough for them
         hits = run_search(index.conn, query, dirs, types=types, tags=tags,
                           include_archived=include_archived, paths=paths,
-                          limit=max(LEXICAL_POOL, limit), at=at)
+                          limit=max(LEXICAL_POOL, limit), at=at, dates=dates)
         memories = {_where(h.memory): h.memory for h in hits}
         words = {_where(h.memory): h.match for h in hits}
     else:
         words = {key: lexical_evidence(bm25, ideal) for key, bm25 in _lexical(
             index, query, dirs, types=types, tags=tags, include_archived=include_archived,
-            limit=max(LEXICAL_POOL, limit)).items()}
+            limit=max(LEXICAL_POOL, limit), dates=dates).items()}
     names, matrix, rows = _matrix(index, [d.key for d in dirs], embedder)
     scores = cosine_scores(embedder.embed([query])[0], matrix) if names else None
     nearest = top_k(scores, SEMANTIC_POOL * 2) if scores is not None else []
@@ -236,8 +241,10 @@ def hybrid_search(index: Index, dirs: Sequence[MemoryDir], embedder: Embedder, q
     candidates = list(dict.fromkeys(k for k in [*words, *semantic] if k in memories))
     fts = fts_query(query)
     if fts is not None:  # neighbours' own word matches, wherever they rank by BM25
+        others = [k for k in candidates if k not in words]
+        own = None if dates else own_matches(index.conn, fts, others)
         words.update({key: lexical_evidence(bm25, ideal) for key, bm25 in bm25_of(
-            index.conn, fts, [k for k in candidates if k not in words]).items()})
+            index.conn, fts, others).items() if own is None or key in own})
     # A memory without a vector yet (filled by a later search) has no cosine: words alone.
     cosines = {} if scores is None else {
         key: float(scores[rows[key]]) for key in candidates if key in rows}
