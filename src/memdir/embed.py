@@ -50,6 +50,7 @@ __all__ = [
     "cosine_scores",
     "cosine_top_k",
     "from_blob",
+    "grown",
     "load_embedder",
     "model_files",
     "stack_blobs",
@@ -222,6 +223,16 @@ def stack_blobs(blobs: Sequence[bytes], dim: int) -> NDArray[np.float32]:
     if any(len(blob) != 4 * dim for blob in blobs):
         raise ValueError(f"every blob must hold {dim} float32 values")
     return np.frombuffer(b"".join(blobs), dtype="<f4").astype(np.float32).reshape(len(blobs), dim)
+
+
+def grown(matrix: NDArray[np.float32], rows: int) -> NDArray[np.float32]:
+    """A copy of ``matrix`` with room for ``rows`` rows (at least its own): its rows first, the
+    rest uninitialised (memdir.vector_index appends there)."""
+    import numpy as np
+
+    out = np.empty((max(rows, matrix.shape[0]), matrix.shape[1]), dtype=np.float32)
+    out[:matrix.shape[0]] = matrix
+    return out
 
 
 def cosine_scores(query_vec: ArrayLike, matrix: ArrayLike) -> NDArray[np.float32]:
