@@ -195,6 +195,64 @@ def test_a_memory_without_a_vector_ranks_by_words(store: Memdir, fake: CountingE
     assert _vectors(store) == 6
 
 
+def _table(md: Memdir, name: str) -> dict[tuple[str, str], Any]:
+    from memdir.embed import from_blob
+
+    return {(r[0], r[1]): from_blob(r[2]) for r in md.index.conn.execute(
+        "SELECT dir, file, vector FROM embeddings WHERE model = ?", (name,))}
+
+
+def _matches_table(md: Memdir, name: str, matrix: Any) -> bool:
+    names, vectors, rows = matrix
+    table = _table(md, name)
+    return set(names) == set(table) and len(names) == vectors.shape[0] and all(
+        np.array_equal(vectors[rows[key]], vector) for key, vector in table.items())
+
+
+def test_the_matrix_takes_only_the_rows_written_since(store: Memdir,
+                                                       fake: CountingEmbedder) -> None:
+    from memdir.vector_index import vector_matrix
+
+    keys = [d.key for d in store._dirs()]
+    store.store_many(_items(4))
+    assert store.wait_for_vectors(60)
+    first = vector_matrix(store.index, keys, fake)
+    store.store_many(_items(3, start=4))
+    assert store.wait_for_vectors(60)
+    second = vector_matrix(store.index, keys, fake)  # appended (into a larger buffer)
+    store.store_many(_items(2, start=7))
+    assert store.wait_for_vectors(60)
+    third = vector_matrix(store.index, keys, fake)
+    assert third[0][:7] == second[0] and second[0][:4] == first[0]  # rows kept in place
+    assert np.shares_memory(second[1], third[1])  # appended, not rebuilt
+    assert first[1].shape[0] == 4 and second[1].shape[0] == 7  # snapshots never grow
+    assert _matches_table(store, fake.name, third)
+    # An edit replaces its row in a copy: a search still holding the old snapshot keeps it.
+    kept = third[1].copy()
+    edited = store.search("Service 5 listens")[0].memory
+    store.update(edited.id, content="Service 5 moved to port 9005 behind envoy")
+    assert store.wait_for_vectors(60)
+    fourth = vector_matrix(store.index, keys, fake)
+    assert np.array_equal(third[1], kept) and not np.shares_memory(third[1], fourth[1])
+    assert fourth[0] == third[0] and _matches_table(store, fake.name, fourth)
+    # A deletion cannot be appended: the matrix is rebuilt without the row.
+    store.delete(edited.id)
+    assert store.wait_for_vectors(60)
+    fifth = vector_matrix(store.index, keys, fake)
+    assert len(fifth[0]) == 8 and _matches_table(store, fake.name, fifth)
+    # The newest row deleted and another written, with no search in between: the same
+    # number of rows, and a seq never given before, so the matrix cannot miss it.
+    newest = store.search("Service 7 listens")[0].memory
+    store.update(newest.id, content="Service 7 moved to port 9007 behind envoy")
+    assert store.wait_for_vectors(60)
+    assert _matches_table(store, fake.name, vector_matrix(store.index, keys, fake))
+    store.delete(newest.id)
+    assert store.wait_for_vectors(60)
+    store.store("Service 70 listens on port 8070 behind the nginx proxy", type="fact")
+    assert store.wait_for_vectors(60)
+    assert _matches_table(store, fake.name, vector_matrix(store.index, keys, fake))
+
+
 # -- long-lived servers: FTS while the model loads ------------------------------------------
 
 

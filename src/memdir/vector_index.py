@@ -3,8 +3,9 @@ per-process vector matrix that hybrid search scans (DESIGN §4).
 
 A memory's vector encodes its name, description and body (:func:`vector_text`); it is stored
 per file in the ``embeddings`` table with the ``norm_hash`` of the body it was computed from
-and a write sequence number ``seq`` (higher for every row written later), so an edited memory
-is embedded again and an unchanged one never is. Vectors are filled by
+and a write sequence number ``seq`` (higher for every row written later, and never given
+twice, not even after a deletion), so an edited memory is embedded again and an unchanged one
+never is. Vectors are filled by
 :func:`fill_vectors`: in the background (:mod:`memdir.vector_worker`), by ``memdir reindex
 --embeddings``, and by the daemon's idle time; a search never fills them.
 
@@ -24,6 +25,7 @@ Invariants:
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -130,7 +132,10 @@ def _write(index: Index, embedder: Embedder, rows: Sequence[tuple[str, ...]],
     # keeps a stale hash, so the next fill embeds it again. A vector another fill wrote
     # meanwhile for the same text is kept as it is (same seq: no matrix row changes).
     with index.write() as conn:
-        seq = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM embeddings").fetchone()[0]
+        # Above every seq written before, deleted rows' too (the clock, in microseconds): a
+        # matrix cached at some (count, seq) can never meet that pair again with other rows.
+        seq = max(time.time_ns() // 1000, conn.execute(
+            "SELECT COALESCE(MAX(seq), 0) FROM embeddings").fetchone()[0])
         conn.executemany(
             "INSERT INTO embeddings (dir, file, model, norm_hash, vector, seq) "
             "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (dir, file) DO UPDATE SET "
@@ -170,11 +175,13 @@ def vector_matrix(index: Index, keys: Sequence[str], embedder: Embedder) -> Matr
     marks = ",".join("?" * len(keys))
     where = f"dir IN ({marks}) AND model = ?"
     params = [*keys, embedder.name]
-    count, seq = index.conn.execute(
-        f"SELECT COUNT(*), COALESCE(MAX(seq), 0) FROM embeddings WHERE {where}",
-        params).fetchone()
     cache_key = (str(index.path), tuple(keys), embedder.name)
     with _cache_lock:  # one thread updates an entry; the others wait for its result
+        # Read under the lock: every entry was made from a reading before this one, so a
+        # lower seq than the entry's means rows were deleted, never an older view.
+        count, seq = index.conn.execute(
+            f"SELECT COUNT(*), COALESCE(MAX(seq), 0) FROM embeddings WHERE {where}",
+            params).fetchone()
         entry = _cache.get(cache_key)
         if entry is not None and (entry.count, entry.seq) == (count, seq):
             return entry.snapshot()
