@@ -22,12 +22,15 @@ vector (the model is loaded: it reads the index file itself) and runs the rest. 
 p50 and p95 of every query from the 6th on, the slowest query before and after the model was
 loaded, when it was loaded, and how many memories had a vector at the end. Machine load
 (load average) is printed with the table: on a shared 2-core VM it moves every number.
+``--words-only`` runs the same with semantic search off (``MEMDIR_SEMANTIC=0``): the
+baseline of each way in on the same machine at the same time (no model, no worker).
 
 Usage::
 
     python bench/latency.py                 # 10,000 memories, 200 queries per way in
     python bench/latency.py --quick         # 1,000 memories, 60 queries
     python bench/latency.py --only library --json latency.json
+    python bench/latency.py --quick --words-only  # the same without semantic search
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ P50_TARGET_MS = 15.0
 MAX_TARGET_MS = 100.0
 SKIP = 5  # the first queries (model load, first reconcile, caches) are not in the p50
 WAYS = ("library", "mcp", "http")
+SEMANTIC = "1"  # MEMDIR_SEMANTIC of every way in ("0": --words-only)
 
 
 @dataclass
@@ -83,6 +87,8 @@ def _vectors(index: Path) -> int:
 
 
 def _wait_for_model(index: Path, limit: float = 300.0) -> None:
+    if SEMANTIC == "0":
+        return
     deadline = time.monotonic() + limit
     while _vectors(index) == 0:
         if time.monotonic() > deadline:
@@ -120,8 +126,8 @@ def _store(home: Path, project: Path, items: list[dict[str, Any]]) -> None:
 
 def bench_library(home: Path, project: Path, items: list[dict[str, Any]],
                   queries: list[str], before: int) -> Row:
-    with Memdir(home=home, project=project) as md:
-        if not md.semantic:
+    with Memdir(home=home, project=project, semantic=SEMANTIC == "1") as md:
+        if not md.semantic and SEMANTIC == "1":
             raise SystemExit("semantic search is off: install the embed extra and unset "
                              "MEMDIR_SEMANTIC=0")
         for start in range(0, len(items), 5000):
@@ -137,7 +143,7 @@ def bench_library(home: Path, project: Path, items: list[dict[str, Any]],
 
 
 def _env(home: Path) -> dict[str, str]:
-    return {**os.environ, "MEMDIR_HOME": str(home), "MEMDIR_SEMANTIC": "1"}
+    return {**os.environ, "MEMDIR_HOME": str(home), "MEMDIR_SEMANTIC": SEMANTIC}
 
 
 def bench_mcp(home: Path, project: Path, items: list[dict[str, Any]], queries: list[str],
@@ -261,9 +267,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="1,000 memories, 60 queries: a fast check")
     parser.add_argument("--only", choices=WAYS, action="append",
                         help="only this way in (repeatable)")
+    parser.add_argument("--words-only", action="store_true",
+                        help="semantic search off: each way in's baseline")
     parser.add_argument("--seed", type=int, default=5)
     parser.add_argument("--json", type=Path, help="also write the rows here")
     opts = parser.parse_args(argv)
+    global SEMANTIC
+    SEMANTIC = "0" if opts.words_only else "1"
     if opts.quick:
         opts.size, opts.queries, opts.before = 1000, 60, 15
     corpus = Corpus(opts.seed)
@@ -274,7 +284,10 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="memdir-latency-") as tmp:
             home, project = Path(tmp) / "home", Path(tmp) / "project"
             project.mkdir()
-            rows.append(BENCHES[way](home, project, items, queries, opts.before))
+            row = BENCHES[way](home, project, items, queries, opts.before)
+            if opts.words_only:
+                row.way += " (words only)"
+            rows.append(row)
         print(f"{way}: done", file=sys.stderr)
     print(table(rows))
     print(f"\nload average at the end: {' / '.join(f'{x:.1f}' for x in os.getloadavg())} "

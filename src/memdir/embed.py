@@ -141,6 +141,11 @@ class MiniLM:
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
+        # No spinning: idle pool threads sleep instead of polling for work. A query embedded
+        # while the background worker (memdir.vector_worker) embeds a batch, or on a busy
+        # machine, then shares the cores with working threads only: on 2 loaded cores,
+        # query p50 14 -> 7 ms and half the CPU time, batches no slower.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         session = ort.InferenceSession(str(model), sess_options=options,
                                        providers=["CPUExecutionProvider"])
         names = frozenset(i.name for i in session.get_inputs())
