@@ -54,12 +54,14 @@ if TYPE_CHECKING:
 __all__ = ["BATCH", "Target", "model", "model_started", "searching", "start_loading",
            "wait", "wake"]
 
-# Texts per model call. Measured on 2 cores (bench/latency.py): with 8, a query embedded while
-# a batch runs takes ~10 ms instead of ~3; larger batches hold the cores longer and gain
-# little throughput on this model.
+# Texts per model call. Measured on 2 cores: a query embedded while a batch of 4-32 runs takes
+# ~9 ms instead of ~3 whatever the size, and the batch holds the cores for ~25 ms per 8 texts
+# (the longest a query can meet it); batches of 16 or 32 embed no faster.
 BATCH = 8
 QUIET = 0.05  # seconds without a search before the worker starts a batch
-MAX_YIELD = 0.5  # the longest a batch waits for such a quiet moment
+# The longest a batch waits for such a quiet moment: under back-to-back searches the worker
+# still embeds BATCH per second, and at most one search a second meets a batch.
+MAX_YIELD = 1.0
 RECHECK = 1.0  # a search-time wake looks at a target found complete at most this often
 EXIT_WAIT = 2.0  # seconds the interpreter's exit waits for a batch (or the model load)
 
