@@ -70,7 +70,15 @@ BASELINE_TOKENIZER = "porter unicode61 remove_diacritics 2"  # memdir's own toke
 SCRATCH = "/dev/shm" if Path("/dev/shm").is_dir() and os.access("/dev/shm", os.W_OK) else None
 DEFAULT_VARIANTS = ("stop=extended", "neighbours=1", "neighbours=2", "expand=3", "expand=8",
                     "context=last2", "context=last3", "context=users", "context=all",
-                    "stop=extended+neighbours=2+context=users")
+                    "stop=extended+neighbours=2+context=users", "context", "dates",
+                    "context+dates", "query words")
+# Variant names for issue 20's signals (a part without "=" in a spec): search context (each
+# REALTALK turn stored with the turn before it, "speaker: text", as memdir search context;
+# MADial memories have no message before them, so it changes nothing there), dates as words
+# (the turn's day, MADial's memory time, as the memory's date), question scaffolding dropped
+# from queries, and the search context in the embedded text too (hybrid only).
+ALIASES = {"context": "prev=1", "dates": "dates=1", "query words": "qwords=1",
+           "embed context": "prev=1+ectx=1"}
 
 
 def bm25(md: Memdir, query: str, k: int) -> list[str]:
@@ -101,13 +109,19 @@ class Options:
     neighbours: int = 0  # REALTALK: append the N turns before and after (same session)
     expand: int = 0  # add N words from the top FEEDBACK_DOCS hits, then search again
     context: str = "user"  # MADial query: user, lastK, users, all (see quality_data)
+    prev: int = 0  # 1: the unit before (REALTALK) as the memory's search context
+    dates: int = 0  # 1: the unit's day as the memory's date (indexed as words)
+    qwords: int = 0  # 1: question scaffolding (quality_data.QUESTION_WORDS) dropped too
+    ectx: int = 0  # 1: the embedded text is the search context, then the memory's own
 
     @classmethod
     def parse(cls, spec: str, base: Options) -> Options:
         """``"neighbours=1+stop=extended"`` applied over ``base``."""
         types = {f.name: type(getattr(base, f.name)) for f in fields(cls)}
         changes: dict[str, Any] = {}
-        for part in filter(None, spec.split("+")):
+        parts = [p for part in spec.split("+") if part
+                 for p in ALIASES.get(part.strip(), part).split("+")]
+        for part in parts:
             key, _, value = part.partition("=")
             if key not in types:
                 raise SystemExit(f"error: unknown option {key!r} in {spec!r}: {', '.join(types)}")
@@ -129,10 +143,30 @@ class Row:
 
 
 @contextmanager
+def embedded_context(on: bool, contexts: dict[str, str]) -> Iterator[None]:
+    """With ``on``, memdir's embedded text of a memory whose body is a key of ``contexts``
+    starts with that search context (measured against the text alone)."""
+    import memdir.semantic as semantic
+
+    plain = semantic.vector_text
+    if on:
+        def with_context(name: str, description: str, body: str) -> str:
+            text = plain(name, description, body)
+            return f"{contexts[body]}\n{text}" if contexts.get(body) else text
+
+        semantic.vector_text = with_context  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        semantic.vector_text = plain  # type: ignore[assignment]
+
+
+@contextmanager
 def open_index(retriever: str, units: list[Unit], texts: list[str],
-               counts: Counter[str]) -> Iterator[Search]:
+               counts: Counter[str], options: Options = Options()) -> Iterator[Search]:
     """A searcher over ``units`` stored as ``texts``: memdir for a retriever, plain SQLite for
-    the baseline. Exact-duplicate bodies (merged by memdir) answer for all their unit ids."""
+    the baseline. Exact-duplicate bodies (merged by memdir) answer for all their unit ids.
+    ``options.prev``, ``.dates`` and ``.ectx`` choose what memdir stores and embeds besides."""
     if retriever == BASELINE:
         conn = sqlite3.connect(":memory:")
         conn.execute(f"CREATE VIRTUAL TABLE u USING fts5(uid UNINDEXED, text, "
@@ -167,16 +201,25 @@ def open_index(retriever: str, units: list[Unit], texts: list[str],
                 if find_secrets([text]):  # memdir refuses secrets: keep the rest of the turn
                     counts["units with a secret redacted"] += 1
                     text = redact_secrets(text)
-                items.append({"content": text, "type": "episode", "meta": {"unit": unit.id}})
+                item: dict[str, Any] = {"content": text, "type": "episode",
+                                        "meta": {"unit": unit.id}}
+                if options.prev and unit.before:
+                    item["context"] = redact_secrets(unit.before)
+                if options.dates and unit.date:
+                    item["date"] = unit.date
+                items.append(item)
             aliases: dict[str, list[str]] = defaultdict(list)
+            contexts: dict[str, str] = {}
             for unit, memory in zip(units, md.store_many(items), strict=True):
                 aliases[str(memory.meta.get("unit"))].append(unit.id)
+                contexts.setdefault(memory.body, memory.context)
             counts["units merged as exact duplicates"] += len(units) - len(aliases)
             if md.semantic:
                 # Every vector before the first query (``memdir reindex --embeddings``): a
                 # search embeds one batch of missing vectors at most, so otherwise the first
                 # questions of a conversation would be asked of a half-embedded store.
-                md.embed_memories()
+                with embedded_context(bool(options.ectx), contexts):
+                    md.embed_memories()
             try:
                 fn(md, "probe", 1)
             except TypeError as exc:
@@ -216,7 +259,7 @@ def run_queries(search: Search, queries: list[Query], options: Options,
     df: Counter[str] = Counter(w for t in texts.values() for w in set(tokens(t)))
     out = []
     for query in queries:
-        text = qd.prepare(query.text, options.stop)
+        text = qd.prepare(query.text, options.stop, bool(options.qwords))
         ranked = search(text, K)
         if options.expand > 0:
             ranked = search(qd.expand(text, ranked[:FEEDBACK_DOCS], texts, df, options.expand), K)
@@ -230,8 +273,11 @@ HEADLINE = {"realtalk": "recall@10", "madial": "recall@5"}  # the issue's target
 
 
 def effective(options: Options, dataset: str) -> Options:
-    """The options that change a dataset's results (rows equal here share one computation)."""
-    return replace(options, context="") if dataset == "realtalk" else replace(options, neighbours=0)
+    """The options that change a dataset's results (rows equal here share one computation).
+    MADial memories have no message before them: search context does not apply there."""
+    if dataset == "realtalk":
+        return replace(options, context="")
+    return replace(options, neighbours=0, prev=0, ectx=0)
 
 
 def load(dataset: str, rows: list[Row]) -> tuple[list[Corpus], dict[str, list[list[Query]]]]:
@@ -257,11 +303,15 @@ def evaluate(rows: list[Row], datasets: Sequence[str]) -> dict[str, Any]:
         corpora, queries = load(dataset, rows)
         for c in corpora:
             counts[dataset].update(c.counts)
-        groups: dict[tuple[str, int], set[Options]] = defaultdict(set)
+        groups: dict[tuple[str, Options], set[Options]] = defaultdict(set)
         for row in rows:
             opts = effective(row.options, dataset)
-            groups[(row.retriever, opts.neighbours)].add(opts)
-        for (retriever, nb), variants in groups.items():
+            stored = Options(neighbours=opts.neighbours) if row.retriever == BASELINE else \
+                Options(neighbours=opts.neighbours, prev=opts.prev, dates=opts.dates,
+                        ectx=opts.ectx if row.retriever != "bm25" else 0)
+            groups[(row.retriever, stored)].add(opts)
+        for (retriever, stored), variants in groups.items():
+            nb = stored.neighbours
             notes: Counter[str] = Counter()
             for n, corpus in enumerate(corpora):
                 if retriever in unavailable:
@@ -269,8 +319,8 @@ def evaluate(rows: list[Row], datasets: Sequence[str]) -> dict[str, Any]:
                 texts = qd.contents(corpus.units, nb)
                 started = time.perf_counter()
                 try:
-                    with open_index(retriever, corpus.units, texts, notes) as search:
-                        timings[f"{dataset} index {retriever} neighbours={nb}"] += (
+                    with open_index(retriever, corpus.units, texts, notes, stored) as search:
+                        timings[f"{dataset} index {retriever} {stored.spec()}"] += (
                             time.perf_counter() - started)
                         by_id = {u.id: t for u, t in zip(corpus.units, texts, strict=True)}
                         for opts in sorted(variants, key=repr):
@@ -283,7 +333,7 @@ def evaluate(rows: list[Row], datasets: Sequence[str]) -> dict[str, Any]:
                     unavailable[retriever] = str(exc)
                     print(f"[quality] {retriever} skipped: {exc}", file=sys.stderr)
             if retriever == "bm25":  # the same stores for every memdir retriever
-                counts[dataset].update({f"{k} (neighbours={nb})": v for k, v in notes.items()})
+                counts[dataset].update({f"{k} ({stored.spec()})": v for k, v in notes.items()})
     results = []
     kept = [r for r in rows if r.retriever not in unavailable]
     reference = next((r for r in kept if r.retriever == "bm25"), kept[0] if kept else None)
@@ -346,7 +396,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--variants", default=",".join(DEFAULT_VARIANTS),
                         help="extra rows, e.g. 'neighbours=1+stop=extended,expand=5'; 'none'")
-    parser.add_argument("--variant-retriever", default="bm25")
+    parser.add_argument("--variant-retriever", default="bm25",
+                        help="comma list: each variant is a row for each of these retrievers")
     base = Options()
     parser.add_argument("--stop", default=base.stop, choices=("memdir", "extended"))
     parser.add_argument("--neighbours", type=int, default=base.neighbours)
@@ -354,11 +405,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--context", default=base.context, help="MADial query context")
     args = parser.parse_args(argv)
     base = Options(args.stop, args.neighbours, args.expand, args.context)
+    if any(r.startswith(BASELINE) for r in args.variant_retriever.split(",")):
+        raise SystemExit(f"error: variants are memdir rows; {BASELINE} is the fixed baseline")
     datasets = [d for d in args.datasets.split(",") if d]
     rows = [Row(r, r, base) for r in args.retrievers.split(",") if r]
     if args.variants != "none":
-        rows += [Row(f"{args.variant_retriever} {spec}", args.variant_retriever,
-                     Options.parse(spec, base)) for spec in args.variants.split(",") if spec]
+        rows += [Row(f"{retriever} {spec}", retriever, Options.parse(spec, base))
+                 for retriever in args.variant_retriever.split(",") if retriever
+                 for spec in args.variants.split(",") if spec]
     started = time.perf_counter()
     report = evaluate(rows, datasets)
     report["seconds"]["total"] = round(time.perf_counter() - started, 2)

@@ -36,6 +36,8 @@ class Unit:
     id: str
     text: str
     group: str = ""  # REALTALK session ("D3"): neighbours are taken within one group only
+    before: str = ""  # REALTALK: the turn before it in its session, "speaker: text" ("" first)
+    date: str = ""  # the day it was said (REALTALK) or happened (MADial), YYYY-MM-DD
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,10 @@ def load_realtalk(root: Path = DATASETS / "realtalk") -> list[Corpus]:
                     counts["turns without a usable dia_id"] += 1
                     continue
                 text = f"{turn.get('speaker', '?')}: {(turn.get('clean_text') or '').strip()}"
-                units.append(Unit(ids[0], text, ids[0].split(":")[0]))
+                group = ids[0].split(":")[0]
+                before = units[-1].text if units and units[-1].group == group else ""
+                units.append(Unit(ids[0], text, group, before,
+                                  _day(str(turn.get("date_time", "")))))
         known = {u.id for u in units}
         queries = []
         for n, qa in enumerate(data.get("qa", [])):
@@ -128,6 +133,12 @@ def load_realtalk(root: Path = DATASETS / "realtalk") -> list[Corpus]:
         counts["turns"] = len(units)
         corpora.append(Corpus(path.stem, units, queries, counts))
     return corpora
+
+
+def _day(stamp: str) -> str:
+    """REALTALK's "DD.MM.YYYY, HH:MM:SS" as YYYY-MM-DD ("" when it is not one)."""
+    m = re.match(r"\s*(\d{1,2})\.(\d{1,2})\.(\d{4})", stamp)
+    return f"{m.group(3)}-{int(m.group(2)):02d}-{int(m.group(1)):02d}" if m else ""
 
 
 def memory_text(fields: dict[str, str]) -> str:
@@ -178,7 +189,9 @@ def load_madial(context: str, root: Path = DATASETS / "madial") -> Corpus:
     for line in (root / "MADial-Bench-en-memory.json").read_text(encoding="utf-8").splitlines():
         if line.strip():
             for key, fields in json.loads(line).items():
-                units.append(Unit(str(key), memory_text(fields)))
+                day = str(fields.get("time", ""))
+                units.append(Unit(str(key), memory_text(fields),
+                                  date=day if re.fullmatch(r"\d{4}-\d{2}-\d{2}", day) else ""))
     known = {u.id for u in units}
     counts: Counter[str] = Counter(memories=len(units))
     queries = []
@@ -217,11 +230,26 @@ def contents(units: list[Unit], neighbours: int) -> list[str]:
     return out
 
 
-def prepare(query: str, stop: str) -> str:
+# Question scaffolding beyond memdir's stop words ("query words" variant): the words a
+# question is asked with rather than what it is about.
+QUESTION_WORDS = frozenset("""
+tell remember recall know mention mentioned mentions say said says talk talked talking ever
+happen happened happens share shared kind sort type thing things one someone something
+anything many much often time times
+""".split())
+
+
+def prepare(query: str, stop: str, question_words: bool = False) -> str:
     """The query with STOP_EXTENDED words dropped (``stop="extended"``) unless none is left;
-    ``stop="memdir"`` leaves it to memdir's own, shorter list."""
+    ``stop="memdir"`` leaves it to memdir's own, shorter list. ``question_words`` drops
+    QUESTION_WORDS (and memdir's stop words) too, unless nothing is left."""
+    drop: frozenset[str] = frozenset()
     if stop == "extended":
-        kept = [t for t in tokens(query) if t not in STOP_EXTENDED]
+        drop = STOP_EXTENDED
+    if question_words:
+        drop = drop | STOPWORDS | QUESTION_WORDS
+    if drop:
+        kept = [t for t in tokens(query) if t not in drop]
         return " ".join(kept) if kept else query
     return query
 

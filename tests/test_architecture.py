@@ -18,7 +18,8 @@ HEAVY = {"mcp", "fastapi", "starlette", "uvicorn", "httpx", "numpy", "onnxruntim
 # Adapters translate a framework's world into facade calls; everything else is core.
 ADAPTERS = {"__main__.py", "mcp_server.py", "mcp_tools.py", "postgres.py", "embed.py",
             "postgres_conn.py", "postgres_recall.py", "postgres_schema.py",
-            "postgres_search.py", "postgres_vectors.py"}
+            "postgres_search.py", "postgres_vectors.py", "postgres_plain_vectors.py",
+            "postgres_worker.py", "postgres_evidence.py"}
 
 PUBLIC = [
     "PRESETS", "ConfigError", "Context", "ContextItem", "Hit", "InvalidMemoryError",

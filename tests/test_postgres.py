@@ -106,7 +106,8 @@ def test_migrations_are_recorded_once_and_idempotent(pg_schema: str) -> None:
     assert [v for (v,) in versions] == list(range(1, len(MIGRATIONS) + 1))
     tables = {t for (t,) in schema_rows(pg_schema, "SELECT tablename FROM pg_tables WHERE "
                                                    "schemaname = current_schema()")}
-    assert tables == {"memories", "recall_sessions", "recall_surfaced", "schema_migrations"}
+    assert tables == {"memories", "plain_vectors", "recall_sessions", "recall_surfaced",
+                      "schema_migrations"}
 
 
 @pytest.mark.slow

@@ -35,7 +35,7 @@ from pg_support import DSN, fresh_schema
 T0 = datetime(2026, 1, 5, 9, 0, 0, tzinfo=UTC)
 FIELDS = ("id", "name", "description", "type", "scope", "relevance", "tags", "paths",
           "source", "created", "updated", "reinforced", "status", "superseded_by", "meta",
-          "content")
+          "date", "context", "content")
 
 
 class Clock:
@@ -358,3 +358,139 @@ def test_stats_count_what_is_stored(store: Any) -> None:
     assert stats.never_accessed == 2
     assert sum(stats.strength.values()) == 2
     assert stats.to_dict()["total"] == 3
+
+
+# -- meaning: both stores with the embed extra rank words and vectors alike -------------------
+
+# Varied memories, and queries that share no word with the memory they should find.
+TEAM = [
+    ("I prefer pnpm over npm", "preference"),
+    ("Deployments go through the release pipeline on GitHub Actions", "procedure"),
+    ("The staging database is reset every Sunday night", "fact"),
+    ("We chose PostgreSQL over MySQL for the team server", "decision"),
+    ("Alice prefers dark mode in every editor", "preference"),
+    ("The office coffee machine is descaled every Friday", "fact"),
+    ("Use tabs, not spaces, in the Makefile recipes", "feedback"),
+    ("The logo's blue is #1E40AF", "fact"),
+    ("Lunch orders go in the #food channel before 11", "fact"),
+    ("Integration tests must hit a real database, never mocks", "feedback"),
+    ("Bob is on call for the payments service this week", "fact"),
+    ("Never force-push to the main branch", "feedback"),
+    ("The API gateway retries failed requests three times with backoff", "fact"),
+    ("Python code is formatted with ruff and type-checked with mypy strict", "procedure"),
+    ("Our Kubernetes cluster runs in the eu-west-1 region", "fact"),
+    ("Customer invoices are generated on the first day of each month", "fact"),
+    ("The mobile app is written in Kotlin and Swift", "fact"),
+    ("Secrets live in the vault, never in the repository", "feedback"),
+    ("Weekly planning happens on Monday mornings at 10", "fact"),
+    ("The search page is slow when the index has more than a million rows", "pitfall"),
+    ("We moved from Jenkins to GitHub Actions for continuous integration", "decision"),
+    ("Docker images are built with multi-stage builds to stay small", "procedure"),
+]
+MEANING = {  # query -> the memory it means, with no word in common
+    "package manager": "I prefer pnpm over npm",
+    "where are credentials kept": "Secrets live in the vault, never in the repository",
+    "billing": "Customer invoices are generated on the first day of each month",
+    "containers": "Docker images are built with multi-stage builds to stay small",
+}
+QUERIES = [*MEANING, "how do we ship a release", "which database do we use",
+           "code style and linting", "who is on call", "continuous integration",
+           "github actions release pipeline", "performance problems", "main branch"]
+
+
+@contextlib.contextmanager
+def with_meaning(kind: str, home: Path, repo: Path, clock: Clock) -> Iterator[Any]:
+    """A store of ``kind`` with vectors on (the real model), holding TEAM, every vector
+    written (``embed_memories``: what the background filling does, waited for)."""
+    items = [{"content": text, "type": kind_} for text, kind_ in TEAM]
+    if kind == "sqlite":
+        with Memdir(home=home, project=repo, clock=clock, sync_interval=0,
+                    semantic=True) as md:
+            md.store_many(items)
+            md.embed_memories()
+            yield md
+    else:
+        with fresh_schema() as schema, PostgresStore(DSN, schema=schema, clock=clock,
+                                                     semantic=True) as pg:
+            pg.store_many(items)
+            pg.embed_memories()
+            yield pg
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def meaning_store(request: pytest.FixtureRequest, home: Path, repo: Path,
+                  clock: Clock) -> Iterator[Any]:
+    with with_meaning(request.param, home, repo, clock) as store:
+        assert store.semantic
+        yield store
+
+
+def test_hybrid_search_finds_the_package_manager(meaning_store: Any) -> None:
+    hits = meaning_store.search("package manager")
+    assert hits and hits[0].memory.body == "I prefer pnpm over npm"
+    assert hits[0].score > 0 and hits[0].strength > 0
+
+
+def test_meaning_finds_memories_without_a_word_in_common(meaning_store: Any, home: Path,
+                                                         repo: Path, clock: Clock) -> None:
+    # The same memories searched by words alone find none of them: no word is shared.
+    if isinstance(meaning_store, Memdir):
+        words: Any = Memdir(home=home, project=repo, clock=clock, semantic=False)
+    else:
+        words = PostgresStore(DSN, schema=meaning_store.schema, clock=clock, semantic=False)
+    with words:
+        for query in MEANING:
+            assert words.search(query, touch=False) == [], query
+    for query, body in MEANING.items():
+        found = [h.memory.body for h in meaning_store.search(query, limit=3)]
+        assert body in found, (query, found)
+
+
+def test_both_stores_put_the_same_memories_on_top(home: Path, repo: Path,
+                                                  clock: Clock) -> None:
+    with with_meaning("sqlite", home, repo, clock) as md, \
+            with_meaning("postgresql", home, repo, clock) as pg:
+        assert pg.vectors is False  # the local PostgreSQL has no pgvector: the plain table
+        compared = 0
+        for query in QUERIES:
+            sqlite_top = [h.memory.body for h in md.search(query, limit=3, touch=False)]
+            pg_top = [h.memory.body for h in pg.search(query, limit=3, touch=False)]
+            assert sqlite_top, query
+            assert pg_top == sqlite_top, query
+            compared += len(pg_top)
+        assert compared >= 2 * len(QUERIES)
+def test_search_context_is_searched_never_shown(store: Any) -> None:
+    context = "Kevin: are you going to the zeppelin concert?"
+    stored = store.store("Yes, I bought tickets for both of us", type="fact", context=context)
+    store.store("Tickets for the museum are free on Sundays", type="fact")
+    assert stored.context == context and store.get(stored.id).context == context
+    hits = store.search("zeppelin")
+    assert [h.memory.id for h in hits] == [stored.id]
+    assert "zeppelin" not in str([h.to_dict() for h in hits])
+    assert "zeppelin" not in store.context("concert tickets").text
+    recalled = store.recall("are we going to the zeppelin concert", "session-z")
+    assert [m.id for m in recalled.memories] == [stored.id]
+    assert "zeppelin" not in recalled.text
+    with pytest.raises(SecretDetectedError):
+        store.store("Noted", type="fact", context="token ghp_abcdefghijklmnopqrstuvwxyz0123456789")
+    private = store.store("Noted the pin", type="fact",
+                          context="Paola: <private>pin 4455</private>here it is")
+    assert private.context == "Paola: here it is"
+    assert store.search("4455") == []
+    # A duplicate keeps the first context, and gets one when it had none.
+    again = store.store("yes, I bought tickets for both of us", type="fact", context="other")
+    assert again.id == stored.id and again.context == context
+    plain = store.store("The lift is out of order", type="fact")
+    filled = store.store("the lift is out of order", type="fact", context="Emi: stairs?")
+    assert filled.id == plain.id and filled.context == "Emi: stairs?"
+
+
+def test_days_are_searched_as_words(store: Any) -> None:
+    created = store.store("We froze the public API", type="decision")  # T0: Monday 5 January
+    said = store.store("The concert is sold out", type="fact", date="2024-03-08")  # a Friday
+    assert said.date is not None and said.date.isoformat() == "2024-03-08"
+    assert store.get(said.id).date == said.date
+    assert [h.memory.id for h in store.search("what did we decide in March")] == [said.id]
+    assert [h.memory.id for h in store.search("Friday")] == [said.id]
+    assert {h.memory.id for h in store.search("January 2026")} == {created.id, said.id}
+    assert "March" not in str([h.to_dict() for h in store.search("March")])

@@ -20,7 +20,8 @@ from memdir.paths import project_key
 # Everything a memory carries that must survive a round trip (all but where it lives and the
 # usage counters, which belong to the index of one home).
 FIELDS = ("id", "name", "description", "type", "scope", "relevance", "tags", "paths", "source",
-          "created", "updated", "reinforced", "status", "superseded_by", "meta", "content")
+          "created", "updated", "reinforced", "status", "superseded_by", "meta", "date",
+          "context", "content")
 
 T0 = datetime(2024, 3, 4, 9, 30, 0, tzinfo=UTC)
 

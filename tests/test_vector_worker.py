@@ -192,6 +192,8 @@ def test_a_memory_without_a_vector_ranks_by_words(store: Memdir, fake: CountingE
                       type="reference")
     hits = store.search("kubernetes ingress")  # its words, and no vector yet: still first
     assert hits[0].memory.id == new.id
+    words = store.search("kubernetes ingress", mode="fts", touch=False)
+    assert hits[0].match == pytest.approx(words[0].match)  # matched on its words alone
     assert _vectors(store) == 6
 
 

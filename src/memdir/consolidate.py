@@ -307,8 +307,10 @@ def _apply(md: Memdir, planned: Plan) -> None:
             keep, *others = op.memories
             md.update(keep, content=op.changes.get("body"), tags=op.changes["tags"],
                       relevance=op.changes["relevance"], meta={"merged_from": list(others)})
+            # One search context: the kept memory's, else the first other's that has one.
+            context = next((c for ref in op.memories if (c := md._find(ref).context)), "")
             md._set(keep, reinforced=op.changes["reinforced"],
-                    created=op.changes["created"])
+                    created=op.changes["created"], context=context)
             for other in others:
                 md._set(other, status="archived", superseded_by=keep)
         elif op.op == "archive":

@@ -9,9 +9,10 @@ field refused.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from typing import Any, cast
 
 from memdir.dates import absolutize_dates
@@ -23,8 +24,10 @@ from memdir.model import (
     SOURCES,
     Memory,
     Scope,
+    bound_context,
     meta_depth,
     meta_strings,
+    parse_time,
 )
 from memdir.private import strip_private_data
 from memdir.safety import check_secrets, strip_private
@@ -145,6 +148,19 @@ def _no_default(value: object) -> object:
     raise TypeError
 
 
+def _day(value: object) -> date | None:
+    """A memory's ``date``: a date, a datetime (its UTC day) or ISO text; None when not given."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return value
+    parsed = parse_time(value) if isinstance(value, str | datetime) else None
+    if parsed is None:
+        raise InvalidMemoryError(f"date {value!r} is not a date",
+                                 "give the day as YYYY-MM-DD (e.g. 2026-03-05)")
+    return parsed.astimezone(UTC).date()
+
+
 def _check_text(texts: Sequence[str]) -> None:
     """Refuse secrets, and text that cannot be written as UTF-8 (lone surrogates: bytes that
     were not UTF-8, decoded with ``surrogateescape``, or a ``\ud800`` escape in JSON)."""
@@ -162,14 +178,19 @@ def draft(content: str, *, type: str, scope: Scope, taxonomy: Taxonomy, now: dat
           anchor: date | None, name: str | None = None, description: str | None = None,
           tags: Iterable[str] | str | None = (), paths: Iterable[str] | str | None = (),
           relevance: float | str | None = None, meta: Mapping[str, Any] | None = None,
-          source: str = "manual") -> Memory:
+          source: str = "manual", context: str | None = None,
+          date: dt.date | dt.datetime | str | None = None) -> Memory:
     """A new, validated memory (no id or path yet: the store assigns them).
 
     ``anchor`` is the day relative dates are counted from; None leaves dates as written
-    (imports: the text was already stored once).
+    (imports: the text was already stored once). ``context`` (search context) is checked
+    like the body (``<private>`` stripped, secrets refused) and kept as one line of at most
+    ``MAX_CONTEXT`` characters, its relative dates as said (the words a question repeats;
+    it is never shown); ``date`` is the day the memory is about.
     """
     content = _text(content, "content") or ""
     name, description = _text(name, "name"), _text(description, "description")
+    context = _text(context, "context")
     if not isinstance(type, str):
         raise InvalidMemoryError("type must be text", f"use one of: {', '.join(taxonomy.names)}")
     canonical = taxonomy.resolve(type)
@@ -194,10 +215,11 @@ def draft(content: str, *, type: str, scope: Scope, taxonomy: Taxonomy, now: dat
         id="", name=title, description=desc, type=canonical, body=body, scope=scope,
         relevance=relevance_of(relevance, taxonomy, canonical),
         tags=tag_list(tags), paths=tag_list(paths, "paths"), source=source,
-        created=now, updated=now, meta=_meta(meta),
+        created=now, updated=now, meta=_meta(meta), date=_day(date),
+        context=bound_context(clean_text(context, None)) if context else "",
     )
     _check_text([memory.body, memory.name, memory.description, *memory.tags,
-                 *memory.paths, *meta_strings(memory.meta)])
+                 *memory.paths, *meta_strings(memory.meta), memory.context])
     return memory
 
 

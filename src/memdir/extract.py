@@ -11,6 +11,9 @@ Invariants:
 - A reply is trusted for nothing: each item is checked (known type, non-empty content of at
   most 100 characters, relevance a number in [0, 1], at most ``MAX_ITEMS``); anything else is
   skipped with its reason. A malformed or oversized reply never stores anything broken.
+- A rule candidate comes from one user message: the message said before it ("speaker:
+  text", secrets redacted, bounded) is stored as its search context
+  (:func:`memdir.sessions.turn_context`). An LLM item comes from the whole window: none.
 - Messages up to the agent's own last memory write (a Write/Edit into a memory directory,
   ``memdir store``, an MCP memory tool) are not extracted again (seed 004).
 - A session is extracted once per message: a cursor per session id (in the index) records
@@ -186,10 +189,11 @@ def _conversation(messages: Sequence[Message]) -> str:
                        f"{strip_private(m.text)}" for m in messages)
 
 
-Raw = tuple[str, str, float, str, str]  # content, type, relevance, excerpt, skip reason
+Checked = tuple[str, str, float, str, str]  # content, type, relevance, excerpt, skip reason
+Raw = tuple[str, str, float, str, str, str]  # ... and search context (the turn before)
 
 
-def _check_item(item: object, taxonomy: Taxonomy) -> Raw:
+def _check_item(item: object, taxonomy: Taxonomy) -> Checked:
     if not isinstance(item, dict):
         return ("", "", 0.0, "", "not an object")
     content = item.get("content")
@@ -225,16 +229,21 @@ def _by_llm(llm: LLM, window: Sequence[Message], taxonomy: Taxonomy,
     if not isinstance(answer, dict) or not isinstance(answer.get("memories"), list):
         return None
     items = answer["memories"]
-    out = [_check_item(item, taxonomy) for item in items[:MAX_ITEMS]]
-    out += [("", "", 0.0, "", f"more than {MAX_ITEMS} items") for _ in items[MAX_ITEMS:]]
+    # An item comes from the whole window, not one turn: no search context.
+    out: list[Raw] = [(*_check_item(item, taxonomy), "") for item in items[:MAX_ITEMS]]
+    out += [("", "", 0.0, "", f"more than {MAX_ITEMS} items", "") for _ in items[MAX_ITEMS:]]
     return out
 
 
 SECRET_SKIPPED = "contains a secret"
 
 
-def _by_rules(messages: Sequence[Message], taxonomy: Taxonomy) -> list[Raw]:
+def _by_rules(messages: Sequence[Message], taxonomy: Taxonomy,
+              conversation: Sequence[Message] = ()) -> list[Raw]:
+    """Rule candidates of ``messages``, each with the message said before it in
+    ``conversation`` as its search context."""
     from memdir.rules import extract_rules
+    from memdir.sessions import turn_context
 
     out: list[Raw] = []
     for message in messages:
@@ -242,10 +251,12 @@ def _by_rules(messages: Sequence[Message], taxonomy: Taxonomy) -> list[Raw]:
         found = find_secrets([strip_private(message.text)])
         if found:
             out.append((f"(message {message.index})", "", 0.0, "",
-                        f"{SECRET_SKIPPED}: {', '.join(found)}"))
+                        f"{SECRET_SKIPPED}: {', '.join(found)}", ""))
             continue
-        for c in extract_rules(message.text, taxonomy, message_index=message.index):
-            out.append((c.content, c.type, c.relevance, c.excerpt, ""))
+        candidates = extract_rules(message.text, taxonomy, message_index=message.index)
+        context = turn_context(conversation, message.index) if candidates else ""
+        for c in candidates:
+            out.append((c.content, c.type, c.relevance, c.excerpt, "", context))
     return out
 
 
@@ -293,13 +304,13 @@ def _exists(md: Memdir, scope: Scope, body: str) -> bool:
 
 def _secret_skipped(raw: Raw, exc: SecretDetectedError) -> Extracted:
     """A candidate refused for a secret, reported as such and without the secret."""
-    content, kind, relevance, excerpt, _ = raw
+    content, kind, relevance, excerpt, _, _ = raw
     return Extracted(redact_secrets(content), kind, relevance, "skipped",
                      f"{SECRET_SKIPPED}: {', '.join(exc.what)}", excerpt=redact_secrets(excerpt))
 
 
 def _apply(md: Memdir, raw: Raw, *, scope: Scope, dry_run: bool, session_id: str) -> Extracted:
-    content, kind, relevance, excerpt, reason = raw
+    content, kind, relevance, excerpt, reason, context = raw
     if reason:
         return Extracted(content, kind, relevance, "skipped", reason, excerpt=excerpt)
     meta = {"session": session_id} if session_id else {}
@@ -307,7 +318,7 @@ def _apply(md: Memdir, raw: Raw, *, scope: Scope, dry_run: bool, session_id: str
         meta["excerpt"] = excerpt
     try:
         draft = md._draft(content, scope, type=kind, relevance=relevance, meta=meta,
-                          source="extracted")
+                          source="extracted", context=context)
     except SecretDetectedError as exc:
         return _secret_skipped(raw, exc)
     except MemdirError as exc:  # text that cannot be a memory
@@ -320,7 +331,7 @@ def _apply(md: Memdir, raw: Raw, *, scope: Scope, dry_run: bool, session_id: str
         return Extracted(draft.body, draft.type, draft.relevance, action, memory=None,
                          near_duplicates=names, excerpt=excerpt)
     memory = md.store(content, type=kind, scope=scope, relevance=relevance, meta=meta,
-                      source="extracted")
+                      source="extracted", context=context)
     return Extracted(memory.body, memory.type, memory.relevance,
                      "reinforced" if duplicate else "stored", memory=memory,
                      near_duplicates=names, excerpt=excerpt)
@@ -344,7 +355,7 @@ def extract(md: Memdir, transcript: Transcript, *, llm: LLM | None, dry_run: boo
         method = "llm" if raws is not None else "rules"
     if raws is None:
         users = dataclasses.replace(transcript, messages=tuple(fresh)).user_messages()
-        raws = _by_rules(users, taxonomy)
+        raws = _by_rules(users, taxonomy, transcript.messages)
     items: list[Extracted] = []
     seen: set[str] = set()
     for raw in raws:
@@ -366,7 +377,8 @@ def extract_into(store: MemoryStore, transcript: Transcript, *, taxonomy: Taxono
     items: list[Extracted] = []
     seen: set[str] = set()
     users = transcript.user_messages()
-    for content, kind, relevance, excerpt, reason in _by_rules(users, taxonomy):
+    for content, kind, relevance, excerpt, reason, context in _by_rules(
+            users, taxonomy, transcript.messages):
         key = " ".join(content.lower().split())
         if reason or key in seen:
             items.append(Extracted(content, kind, relevance, "skipped",
@@ -379,9 +391,9 @@ def extract_into(store: MemoryStore, transcript: Transcript, *, taxonomy: Taxono
         meta = {k: v for k, v in (("session", session_id), ("excerpt", excerpt)) if v}
         try:
             memory = store.store(content, type=kind, scope=scope, relevance=relevance,
-                                 meta=meta, source="extracted")
+                                 meta=meta, source="extracted", context=context)
         except SecretDetectedError as exc:
-            items.append(_secret_skipped((content, kind, relevance, excerpt, ""), exc))
+            items.append(_secret_skipped((content, kind, relevance, excerpt, "", ""), exc))
             continue
         except MemdirError as exc:  # text that cannot be a memory
             items.append(Extracted(content, kind, relevance, "skipped", exc.message,

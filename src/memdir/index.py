@@ -7,8 +7,10 @@ Invariants:
 - Schema changes are named, ordered migrations (:mod:`memdir.index_schema`), applied when a
   connection is first opened.
 - The ``memories`` table and its FTS5 mirror are derived from the files and can be rebuilt at
-  any time. The ``usage`` table is not derived: it is keyed by (directory, memory id) so it
-  survives a rebuild, a rename and a reclassify.
+  any time. FTS5 also indexes each memory's search context and its days as words
+  (:func:`memdir.model.date_words` of ``created`` and ``date``), which nothing shows. The
+  ``usage`` table is not derived: it is keyed by (directory, memory id) so it survives a
+  rebuild, a rename and a reclassify.
 - Updating usage never fails a read: it uses a short lock wait; counts that cannot be written
   then are queued in a file of the home (:mod:`memdir.usage_queue`) and applied by the next
   write transaction that commits, in any process.
@@ -17,6 +19,7 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import json
 import math
 import sqlite3
@@ -30,7 +33,7 @@ from memdir.errors import IndexBusyError, IndexCorruptError, ReadOnlyHomeError, 
 from memdir.files import index_line
 from memdir.index_schema import migrate
 from memdir.meta_json import decode_meta, encode_meta, finite
-from memdir.model import Memory, Scope, format_time, now, parse_time
+from memdir.model import Memory, Scope, date_words, format_time, now, parse_time
 from memdir.private import strip_private_memory
 
 __all__ = ["BM25_WEIGHTS", "KEY_HALF_LIFE_DAYS", "MEMORY_COLUMNS", "Index", "busy_timeout_ms",
@@ -44,14 +47,16 @@ USAGE_TIMEOUT_MS = 100
 # later. 32 MiB: inserting 20,000 rows in one transaction, 1.8 -> 0.6 s of kernel time.
 CACHE_KIB = 32 * 1024
 DEFER_FTS_ROWS = 32  # from this many inserts on, a write adds its FTS5 rows in one statement
-_FTS_COLUMNS = "name, description, body, tags, paths"
-# name, description, body, tags, paths: description and name weigh most (DESIGN §4).
-BM25_WEIGHTS = (6.0, 8.0, 1.0, 4.0, 2.0)
+_FTS_COLUMNS = "name, description, body, tags, paths, context, dates"
+# name, description, body, tags, paths: description and name weigh most (DESIGN §4); the
+# search context and the date words below the body (they help find a memory, they are not
+# what it says; bench/quality.py measured the choice).
+BM25_WEIGHTS = (6.0, 8.0, 1.0, 4.0, 2.0, 0.5, 0.5)
 
 MEMORY_COLUMNS = (
     "dir", "file", "scope", "id", "name", "description", "type", "body", "relevance", "tags",
     "paths", "source", "created", "updated", "reinforced", "status", "superseded_by", "meta",
-    "norm_hash", "mtime_ns", "size", "index_line",
+    "norm_hash", "mtime_ns", "size", "index_line", "context", "date", "dates",
 )
 # updated_jd (the strength ranking's number) is computed by SQLite from the updated text the
 # row carries, so that it cannot disagree with julianday(updated).
@@ -187,6 +192,8 @@ def memory_to_row(memory: Memory, directory: str, norm_hash: str, mtime_ns: int,
         format_time(memory.updated), memory.reinforced, memory.status, memory.superseded_by,
         json.dumps(finite(dict(memory.meta)), default=encode_meta), norm_hash, mtime_ns, size,
         index_line(memory.name, memory.file, memory.type, memory.description),
+        memory.context, memory.date.isoformat() if memory.date else None,
+        date_words(memory.created, memory.date),
     )
 
 
@@ -201,6 +208,8 @@ def row_to_memory(row: sqlite3.Row) -> Memory:
         updated=parse_time(row["updated"]) or now(), reinforced=row["reinforced"],
         status=row["status"], superseded_by=row["superseded_by"],
         meta=json.loads(row["meta"], object_hook=decode_meta), path=Path(row["dir"]) / row["file"],
+        context=row["context"] if "context" in keys else "",
+        date=dt.date.fromisoformat(row["date"]) if "date" in keys and row["date"] else None,
         access_count=(row["access_count"] or 0) if "access_count" in keys else 0,
         last_accessed=parse_time(last) if last else None,
     )

@@ -19,6 +19,35 @@ from memdir.model import format_time, now
 
 __all__ = ["MIGRATIONS", "migrate", "statements"]
 
+
+def _fts_triggers(columns: str) -> str:
+    """memories_fts's three triggers over ``columns`` (as migration 15 made them: rows of a
+    deferred bulk write are listed in fts_pending, see Index.deferred_fts). For migrations
+    that change the FTS5 columns; the SQL each produced is fixed once released."""
+    new = ", ".join(f"new.{c.strip()}" for c in columns.split(","))
+    old = ", ".join(f"old.{c.strip()}" for c in columns.split(","))
+    return f"""
+        CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+            INSERT INTO memories_fts (rowid, {columns}) SELECT new.rowid, {new}
+            WHERE NOT EXISTS (SELECT 1 FROM fts_deferred);
+            INSERT INTO fts_pending (row)
+            SELECT new.rowid WHERE EXISTS (SELECT 1 FROM fts_deferred);
+        END;
+        CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+            INSERT INTO memories_fts (memories_fts, rowid, {columns})
+            SELECT 'delete', old.rowid, {old}
+            WHERE NOT EXISTS (SELECT 1 FROM fts_pending WHERE row = old.rowid);
+            DELETE FROM fts_pending WHERE row = old.rowid;
+        END;
+        CREATE TRIGGER memories_au AFTER UPDATE OF {columns} ON memories
+        WHEN NOT EXISTS (SELECT 1 FROM fts_pending WHERE row = old.rowid) BEGIN
+            INSERT INTO memories_fts (memories_fts, rowid, {columns})
+            VALUES ('delete', old.rowid, {old});
+            INSERT INTO memories_fts (rowid, {columns}) VALUES (new.rowid, {new});
+        END;
+        """
+
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     (
         "create memories, usage, broken and the FTS5 mirror",
@@ -300,6 +329,55 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
             dir TEXT PRIMARY KEY, ino INTEGER NOT NULL, size INTEGER NOT NULL,
             mtime_ns INTEGER NOT NULL
         ) WITHOUT ROWID;
+        """,
+    ),
+    (
+        "search context and date words: memories get context, date and dates columns, and FTS5 "
+        "indexes context and dates in columns of their own (rows are derived: the next "
+        "reconcile rebuilds them with their words)",
+        # The FTS5 table and its triggers go first, so dropping the rows costs no FTS5 work.
+        """
+        DROP TRIGGER memories_ai;
+        DROP TRIGGER memories_ad;
+        DROP TRIGGER memories_au;
+        DROP TABLE memories_fts;
+        DELETE FROM fts_pending;
+        DELETE FROM memories;
+        DELETE FROM broken;
+        DELETE FROM dir_state;
+        ALTER TABLE memories ADD COLUMN context TEXT NOT NULL DEFAULT '';
+        ALTER TABLE memories ADD COLUMN date TEXT;
+        ALTER TABLE memories ADD COLUMN dates TEXT NOT NULL DEFAULT '';
+        CREATE VIRTUAL TABLE memories_fts USING fts5(
+            name, description, body, tags, paths, context, dates,
+            content='memories', content_rowid='rowid',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        """ + _fts_triggers("name, description, body, tags, paths, context, dates"),
+    ),
+    (
+        "session chunks get the message before them (context) and their day as words (dates), "
+        "indexed in columns of their own (chunks indexed before this have neither until their "
+        "session is indexed again)",
+        """
+        DROP TRIGGER session_chunks_ai;
+        DROP TRIGGER session_chunks_ad;
+        DROP TABLE session_fts;
+        ALTER TABLE session_chunks ADD COLUMN context TEXT NOT NULL DEFAULT '';
+        ALTER TABLE session_chunks ADD COLUMN dates TEXT NOT NULL DEFAULT '';
+        CREATE VIRTUAL TABLE session_fts USING fts5(
+            text, context, dates, content='session_chunks', content_rowid='rowid',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        INSERT INTO session_fts (session_fts) VALUES ('rebuild');
+        CREATE TRIGGER session_chunks_ai AFTER INSERT ON session_chunks BEGIN
+            INSERT INTO session_fts (rowid, text, context, dates)
+            VALUES (new.rowid, new.text, new.context, new.dates);
+        END;
+        CREATE TRIGGER session_chunks_ad AFTER DELETE ON session_chunks BEGIN
+            INSERT INTO session_fts (session_fts, rowid, text, context, dates)
+            VALUES ('delete', old.rowid, old.text, old.context, old.dates);
+        END;
         """,
     ),
 )

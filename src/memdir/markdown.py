@@ -4,6 +4,9 @@ Invariants:
 - ``parse(render(m))`` equals ``m`` for every memory whose body is already stripped
   (checked by a hypothesis round-trip test).
 - Unknown frontmatter keys are kept in ``Memory.meta`` and written back unchanged.
+- ``context:`` (search context) is one line of at most ``MAX_CONTEXT`` characters: a hand
+  edit that spans lines or runs longer is folded and cut when read (:func:`bound_context`);
+  ``date:`` is a day (``2026-03-05``), written only when set.
 - Parsing never modifies the file; a file that cannot be parsed raises
   :class:`MemoryFileError` with the reason, and callers report and skip it.
 - Rendering is a small hand-written emitter for the known keys (fast: bulk imports write
@@ -13,6 +16,7 @@ Invariants:
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 import re
@@ -27,6 +31,7 @@ from memdir.model import (
     RELEVANCE_WORDS,
     Memory,
     Scope,
+    bound_context,
     format_time,
     meta_depth,
     parse_time,
@@ -92,6 +97,7 @@ _KEY_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*): (.*)\Z")
 _INT = re.compile(r"(?:0|[1-9][0-9]*)\Z")
 _FLOAT = re.compile(r"(?:0|[1-9][0-9]*)\.[0-9]+\Z")
 _STAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z\Z")
+_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
 _ITEM = re.compile(r'\s*("(?:[^"\\]|\\.)*"|[^,\[\]"]*?)\s*(,|\Z)')
 
 
@@ -115,6 +121,8 @@ def _simple_scalar(text: str, key: str) -> object:
         return float(text)
     if key in ("created", "updated") and _STAMP.match(text):
         return text  # parse_time reads it; only for keys memdir owns
+    if key == "date" and _DAY.match(text):
+        return text  # _day reads it
     if _PLAIN.match(text) and text.lower() not in _YAML_WORDS and not text.endswith(" "):
         return text
     raise _NotSimpleError
@@ -184,6 +192,28 @@ def _odd_key(meta: Mapping[str, Any]) -> object | None:
     return None
 
 
+def _day(value: object) -> dt.date | None:
+    """The ``date:`` of a file: a day (YAML reads ``2026-03-05`` as one), or a timestamp's
+    UTC day; MemoryFileError for anything else."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+        return value
+    parsed = parse_time(value)
+    if parsed is None:
+        raise MemoryFileError(f"'date' is not a date: {value!r}", "write it as YYYY-MM-DD")
+    return parsed.astimezone(dt.UTC).date()
+
+
+def _context(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, list | dict):
+        raise MemoryFileError("'context' must be one line of text",
+                              "write it as context: \"what was said before\"")
+    return bound_context(str(value))
+
+
 def parse(text: str, *, stem: str, scope: Scope = "project") -> Memory:
     """Parse a memory file. ``stem`` (the file name without .md) is the id when none is set."""
     front, body = split_frontmatter(text)
@@ -242,6 +272,8 @@ def parse(text: str, *, stem: str, scope: Scope = "project") -> Memory:
         "status": status,
         "superseded_by": str(superseded) if superseded else None,
         "meta": meta,
+        "date": _day(data.get("date")),
+        "context": _context(data.get("context")),
     }
     if created is not None:
         fields["created"] = created
@@ -293,6 +325,10 @@ def render(memory: Memory) -> str:
     ]
     if memory.superseded_by:
         lines.append(f"superseded_by: {_scalar(memory.superseded_by)}")
+    if memory.date:
+        lines.append(f"date: {memory.date.isoformat()}")
+    if memory.context:
+        lines.append(f"context: {_scalar(bound_context(memory.context))}")
     if memory.meta:
         lines.append(_render_meta(memory.meta).rstrip("\n"))
     lines.append("---")

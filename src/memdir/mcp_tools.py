@@ -208,10 +208,13 @@ def register_tools(server: MCPServer[Any], md: Memdir, lock: threading.Lock) -> 
                                                              "about")] = None,
         tags: Tags = None,
         relevance: Relevance = None,
+        context: Annotated[str | None, Field(description="Search context: what was said just "
+                                                         "before, as 'speaker: text'; helps "
+                                                         "find the memory, never shown")] = None,
     ) -> Annotated[CallToolResult, LearnOut]:
         def call() -> LearnOut:
             m = md.store(content, type=type, scope=scope, name=name, description=description,
-                         tags=tags or (), relevance=relevance)
+                         tags=tags or (), relevance=relevance, context=context)
             return LearnOut(**asdict(MemoryOut.of(m)),
                             action="reinforced" if m.reinforced else "stored",
                             conflicts=[MemoryOut.of(c) for c in md.conflicts(m)])

@@ -13,7 +13,7 @@ import builtins
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -136,11 +136,13 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
               name: str | None = None, description: str | None = None,
               tags: Iterable[str] = (), paths: Iterable[str] = (),
               relevance: float | str | None = None, meta: Mapping[str, Any] | None = None,
-              source: str = "manual") -> Memory:
-        """Store one memory. An exact duplicate reinforces the existing memory instead."""
+              source: str = "manual", context: str | None = None,
+              date: date | datetime | str | None = None) -> Memory:
+        """Store one memory. An exact duplicate reinforces the existing memory instead.
+        ``context``: search context (searched, never shown); ``date``: the day it is about."""
         memory = self._draft(content, scope, type=type, name=name, description=description,
                              tags=tags, paths=paths, relevance=relevance, meta=meta,
-                             source=source)
+                             source=source, context=context, date=date)
         self._sync()
         return self._write_new(scope, [memory])[0]
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from memdir.model import Hit, Memory, Scope, Stats
@@ -44,8 +45,12 @@ class MemoryStore(Protocol):
               name: str | None = None, description: str | None = None,
               tags: Iterable[str] = (), paths: Iterable[str] = (),
               relevance: float | str | None = None, meta: Mapping[str, Any] | None = None,
-              source: str = "manual") -> Memory:
-        """Store one memory; an exact duplicate reinforces the existing one instead."""
+              source: str = "manual", context: str | None = None,
+              date: date | datetime | str | None = None) -> Memory:
+        """Store one memory; an exact duplicate reinforces the existing one instead.
+        ``context`` is search context: searched, never shown, injected or recalled (one line,
+        at most ``MAX_CONTEXT`` characters); ``date`` the day the memory is about, searched
+        as words with its ``created`` day."""
         ...
 
     def store_many(self, items: Iterable[Mapping[str, Any]]) -> builtins.list[Memory]:

@@ -8,6 +8,7 @@ know, exactly as read, so that rewriting a file never loses them.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -17,6 +18,7 @@ from typing import Any, Literal
 
 __all__ = [
     "KNOWN_KEYS",
+    "MAX_CONTEXT",
     "MAX_META_DEPTH",
     "RELEVANCE_WORDS",
     "SCOPES",
@@ -28,6 +30,8 @@ __all__ = [
     "Scope",
     "SessionRef",
     "Stats",
+    "bound_context",
+    "date_words",
     "format_time",
     "meta_depth",
     "meta_strings",
@@ -65,7 +69,40 @@ KNOWN_KEYS = (
     "reinforced",
     "status",
     "superseded_by",
+    "date",
+    "context",
 )
+
+# Characters of a memory's search context (one line in its file): enough for the message
+# before it in a conversation; longer text is cut at a word boundary (:func:`bound_context`).
+MAX_CONTEXT = 1000
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+           "September", "October", "November", "December")
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+def bound_context(text: str) -> str:
+    """Search context as it is kept: one line (whitespace runs folded to one space), at most
+    ``MAX_CONTEXT`` characters, cut at a word boundary when longer."""
+    line = " ".join(text.split())
+    if len(line) <= MAX_CONTEXT:
+        return line
+    cut = line[:MAX_CONTEXT + 1].rsplit(" ", 1)[0]
+    return cut if cut and len(cut) <= MAX_CONTEXT else line[:MAX_CONTEXT]
+
+
+def date_words(*days: dt.date | None) -> str:
+    """Days as the words a question uses for them: "March 2026 Thursday 2026-03-05" each
+    (month and year, weekday, ISO date), so that "what did we decide in March" matches a
+    memory of that month. A day given twice is written once; a datetime counts by its UTC
+    day, so a rebuild gives the same words in any time zone."""
+    out: list[str] = []
+    dates = (d.astimezone(UTC).date() if isinstance(d, datetime) else d  # UTC: one index
+             for d in days if d is not None)                                # in every zone
+    for day in dict.fromkeys(dates):
+        out.append(f"{_MONTHS[day.month - 1]} {day.year} {_WEEKDAYS[day.weekday()]} "
+                   f"{day.isoformat()}")
+    return " ".join(out)
 
 
 # How deeply meta values may nest (a mapping in a list in a mapping...). Deeper values are
@@ -155,7 +192,8 @@ class Memory:
     """One durable observation: the contents of one memory file, plus where it lives.
 
     ``path`` and the usage counters (``access_count``, ``last_accessed``) are not written to
-    the file: the path is where the file is, the counters live in the index.
+    the file: the path is where the file is, the counters live in the index. ``context`` is
+    written to the file and searched, but no search result, context, recall or hook shows it.
     """
 
     id: str
@@ -174,6 +212,12 @@ class Memory:
     status: str = "active"
     superseded_by: str | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
+    # The day the memory is about when it is not the day it was stored (a conversation's
+    # session date, an imported event's date); indexed as words, like ``created``.
+    date: dt.date | None = None
+    # Search context: text that helps find the memory (the message before it in a
+    # conversation, "Kevin: are you going to the concert?"): indexed, never shown or injected.
+    context: str = ""
     path: Path | None = field(default=None, compare=False)
     access_count: int = field(default=0, compare=False)
     last_accessed: datetime | None = field(default=None, compare=False)
@@ -204,6 +248,8 @@ class Memory:
             "status": self.status,
             "superseded_by": self.superseded_by,
             "meta": _jsonable(dict(self.meta)),
+            "date": self.date.isoformat() if self.date else None,
+            "context": self.context,
             "content": self.body,
             "file": str(self.path) if self.path else None,
             "access_count": self.access_count,
@@ -251,7 +297,8 @@ class Hit:
             "match": round(self.match, 6),
             "strength": round(self.strength, 6),
             "source": self.source,
-            "memory": self.memory.to_dict(),
+            # A result never carries the memory's search context (it is not shown).
+            "memory": {k: v for k, v in self.memory.to_dict().items() if k != "context"},
         }
         if self.session is not None:
             out["session"] = dataclasses.asdict(self.session)

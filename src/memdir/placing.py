@@ -157,6 +157,7 @@ def _reinforced(mdir: MemoryDir, file: str, when: Memory, digest: str) -> Memory
         reinforced=current.reinforced + 1, updated=when.updated, status="active",
         tags=tuple(dict.fromkeys((*current.tags, *when.tags))),
         relevance=max(current.relevance, when.relevance),
+        context=current.context or when.context, date=current.date or when.date,
     )
 
 

@@ -15,11 +15,12 @@ so any number of server processes and threads may share one schema:
 - Recall claims a memory for a session with ``INSERT ... ON CONFLICT DO NOTHING RETURNING``
   while holding the session's row lock, so two processes never surface the same memory twice
   in one session nor overrun its byte budget.
-- Search turns any input into a tsquery (any input is safe) ranked by ``ts_rank_cd`` × the
-  memory's strength (:mod:`memdir.postgres_search`). Where pgvector and the ``embed`` extra
-  are there (and ``semantic`` is not off), every write also stores the memory's vector, in
-  the same transaction, and search fuses the words' ranking with the nearest by meaning
-  (:mod:`memdir.postgres_vectors`).
+- Search turns any input into a tsquery (any input is safe) and scores its matches on the
+  scale of :mod:`memdir.scale` (word evidence and strength, :mod:`memdir.postgres_search`).
+  Where the ``embed`` extra is there (and ``semantic`` is not off), a background worker of
+  the process embeds what was written (pgvector's table, or plain float32 bytes without it)
+  and search fuses the words' ranking with the nearest by meaning
+  (:mod:`memdir.postgres_vectors`); no write waits for the model.
 - One connection per thread; database failures become :class:`memdir.errors.DatabaseError`
   with a hint, never a driver exception (:mod:`memdir.postgres_conn`).
 
@@ -33,7 +34,7 @@ import builtins
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -68,6 +69,7 @@ if TYPE_CHECKING:
     from psycopg.rows import DictRow
 
     from memdir.context_format import Context
+    from memdir.embed import Embedder
     from memdir.extract import ExtractReport
     from memdir.recall import Recall
     from memdir.transcript import Transcript
@@ -81,12 +83,15 @@ _CASTS = {"tags": "::text[]", "paths": "::text[]", "meta": "::jsonb"}
 _VALUES = [f"%s{_CASTS.get(c, '')}" for c in WRITTEN]
 _INSERT = f"INSERT INTO memories AS m ({', '.join(WRITTEN)}) VALUES ({', '.join(_VALUES)})"
 # The same content again: one more reinforcement, the union of the tags, the higher relevance,
-# back to active (what the Markdown store does to the file of a duplicate).
+# back to active, the first search context and date kept (given now when there was none):
+# what the Markdown store does to the file of a duplicate.
 _REINFORCE = (
     " ON CONFLICT (scope, norm_hash) DO UPDATE SET reinforced = m.reinforced + 1, "
     "updated = EXCLUDED.updated, status = 'active', relevance = GREATEST(m.relevance, "
     "EXCLUDED.relevance), tags = m.tags || ARRAY(SELECT t FROM unnest(EXCLUDED.tags) WITH "
-    "ORDINALITY AS x(t, n) WHERE NOT t = ANY(m.tags) ORDER BY n)")
+    "ORDINALITY AS x(t, n) WHERE NOT t = ANY(m.tags) ORDER BY n), "
+    "context = CASE WHEN m.context = '' THEN EXCLUDED.context ELSE m.context END, "
+    "date = COALESCE(m.date, EXCLUDED.date)")
 _UPDATE = (f"UPDATE memories SET ({', '.join(WRITTEN[1:])}) = ({', '.join(_VALUES[1:])}) "
            f"WHERE id = %s RETURNING {COLUMNS}")
 
@@ -98,7 +103,7 @@ class PostgresStore:
 
     def __init__(self, dsn: str, *, schema: str = "memdir", taxonomy: str = "memdir",
                  clock: Callable[[], datetime] | None = None,
-                 semantic: bool | None = None) -> None:
+                 semantic: bool | None = None, embedder: Embedder | None = None) -> None:
         if not isinstance(schema, str) or not schema or "\x00" in schema:
             raise InvalidMemoryError(f"invalid schema name {schema!r}", "use e.g. memdir")
         self.dsn, self.schema = dsn, schema
@@ -108,14 +113,20 @@ class PostgresStore:
         with self.connections.db() as conn:
             pgvector = migrate(conn, schema)
         self.vectors = pgvector is not None  # pgvector there: the embeddings table made
-        self.embeddings = Embeddings(pgvector, semantic)
+        self.embeddings = Embeddings(self.connections, pgvector, semantic, embedder)
 
     @property
     def semantic(self) -> bool:
         """Whether memories get vectors and searches rank by meaning as well as words."""
         return self.embeddings.on
 
+    def embed_memories(self) -> int:
+        """Embed every memory that lacks a vector now, waiting for it (the background worker
+        does it otherwise); how many. 0 when vectors are off."""
+        return self.embeddings.embed_memories()
+
     def close(self) -> None:
+        self.embeddings.close()
         self.connections.close()
 
     def __enter__(self) -> PostgresStore:
@@ -150,12 +161,13 @@ class PostgresStore:
               name: str | None = None, description: str | None = None,
               tags: Iterable[str] = (), paths: Iterable[str] = (),
               relevance: float | str | None = None, meta: Mapping[str, Any] | None = None,
-              source: str = "manual") -> Memory:
+              source: str = "manual", context: str | None = None,
+              date: date | datetime | str | None = None) -> Memory:
         """Store one memory; an exact duplicate (same scope) reinforces the existing one."""
         return self.store_many([{"content": content, "type": type, "scope": scope,
                                  "name": name, "description": description, "tags": tags,
                                  "paths": paths, "relevance": relevance, "meta": meta,
-                                 "source": source}])[0]
+                                 "source": source, "context": context, "date": date}])[0]
 
     def store_many(self, items: Iterable[Mapping[str, Any]]) -> builtins.list[Memory]:
         """Store many memories in one transaction; all are validated before any is written."""
@@ -170,12 +182,11 @@ class PostgresStore:
                                           **fields))
             except TypeError as exc:
                 raise InvalidMemoryError(f"item {n}: {exc}", "use store()'s arguments") from None
-        computed = self.embeddings.compute(drafts)  # before the transaction: no lock waits
         with self.connections.db() as conn, conn.transaction():
             rows = [self._insert(conn, memory, _REINFORCE) for memory in drafts]
             # A duplicate within the batch: every mention returns the memory as last stored.
             latest = {r["id"]: memory_from_row(r) for r in rows if r is not None}
-            self.embeddings.save(conn, latest.values(), computed)
+        self.embeddings.wrote()
         return [latest[r["id"]] for r in rows if r is not None]
 
     def put(self, memories: Iterable[Memory]) -> tuple[builtins.list[Memory],
@@ -187,7 +198,6 @@ class PostgresStore:
         written: list[Memory] = []
         skipped: list[tuple[Memory, str]] = []
         memories = builtins.list(memories)
-        computed = self.embeddings.compute(memories)
         with self.connections.db() as conn, conn.transaction():
             for memory in memories:
                 if memory.scope not in SCOPES or memory.status not in STATUSES:
@@ -201,7 +211,8 @@ class PostgresStore:
                     skipped.append((memory, f"id {memory.id} already exists"))
                 else:
                     skipped.append((memory, "same content already stored"))
-            self.embeddings.save(conn, written, computed)
+        if written:
+            self.embeddings.wrote()
         return written, skipped
 
     def _modify(self, ref: str, change: Callable[[Memory], Memory]) -> Memory:
@@ -223,7 +234,9 @@ class PostgresStore:
                 ) from None
             assert row is not None
             changed = memory_from_row(row)
-            self.embeddings.changed(conn, current, changed)
+        if (changed.name, changed.description, changed.body) != (
+                current.name, current.description, current.body):
+            self.embeddings.wrote()  # the trigger dropped its vector: a new one is due
         return changed
 
     def update(self, ref: str, *, content: str | None = None, name: str | None = None,

@@ -41,11 +41,11 @@ Conn = psycopg.Connection[DictRow]
 # What a SELECT returns for a memory (meta as text: decoded with the index's date tags).
 COLUMNS = ("id, name, description, type, body, scope, relevance, tags, paths, source, "
            "created, updated, reinforced, status, superseded_by, meta::text AS meta, "
-           "access_count, last_accessed")
+           "access_count, last_accessed, context, date")
 # What a write sets, in the order of row_values().
 WRITTEN = ("id", "name", "description", "type", "body", "scope", "relevance", "tags",
            "paths", "source", "created", "updated", "reinforced", "status", "superseded_by",
-           "meta", "access_count", "last_accessed", "norm_hash")
+           "meta", "access_count", "last_accessed", "norm_hash", "context", "date")
 
 
 def redact(dsn: str) -> str:
@@ -74,7 +74,8 @@ def memory_from_row(row: DictRow) -> Memory:
         created=row["created"].astimezone(UTC), updated=row["updated"].astimezone(UTC),
         reinforced=row["reinforced"], status=row["status"], superseded_by=row["superseded_by"],
         meta=json.loads(row["meta"], object_hook=decode_meta),
-        access_count=row["access_count"], last_accessed=_utc(row["last_accessed"]))
+        access_count=row["access_count"], last_accessed=_utc(row["last_accessed"]),
+        context=row.get("context") or "", date=row.get("date"))
 
 
 def row_values(m: Memory) -> tuple[Any, ...]:
@@ -82,7 +83,8 @@ def row_values(m: Memory) -> tuple[Any, ...]:
     meta = json.dumps(dict(m.meta), default=encode_meta)
     return (m.id, m.name, m.description, m.type, m.body, m.scope, m.relevance, list(m.tags),
             list(m.paths), m.source, m.created, m.updated, m.reinforced, m.status,
-            m.superseded_by, meta, m.access_count, m.last_accessed, norm_hash(m.body))
+            m.superseded_by, meta, m.access_count, m.last_accessed, norm_hash(m.body),
+            m.context, m.date)
 
 
 class Connections:

@@ -11,9 +11,16 @@ Invariants:
 - Migrations are append-only: a released one is never edited, a change is a new entry.
 - ``memories.search`` is a weighted ``tsvector`` kept by a trigger (``array_to_string`` is
   not immutable, so a generated column cannot use it): name A, description and tags B, body
-  C, paths D, English stemming, so "deploy" finds "Deployments".
+  C, paths, search context and the days of ``created`` and ``date`` as words D (as
+  :func:`memdir.model.date_words` writes them), English stemming, so "deploy" finds
+  "Deployments".
 - One row per (scope, content): the unique index ``memories_content`` on
   (scope, norm_hash) is what lets concurrent writers of the same text end up with one row.
+- ``plain_vectors`` (migration 3) holds the vectors where pgvector is missing: float32
+  little-endian bytes (:func:`memdir.embed.to_blob`), one row per memory (deleted with it),
+  ``seq`` drawn anew at every write of a row so a reader refreshes by what is newer
+  (:mod:`memdir.postgres_plain_vectors`). Its trigger ``plain_vectors_stale`` deletes a vector
+  in the statement that changes the memory's name, description or body, as below.
 - The ``embeddings`` table exists only where the ``vector`` extension (pgvector) can be
   created (or already is, in any schema). It is not a numbered migration: a database that
   gains pgvector later gets the table at the next start. One row per memory (deleted with
@@ -103,6 +110,60 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
             surfaced timestamptz NOT NULL,
             PRIMARY KEY (session_id, id)
         );
+        """,
+    ),
+    (
+        "vectors without pgvector: float32 bytes per memory, numbered for incremental reads",
+        # The stale trigger names the table through TG_TABLE_SCHEMA: a writer (psql) may run
+        # with another search_path, and this text is the same for every schema.
+        """
+        CREATE TABLE plain_vectors (
+            id text PRIMARY KEY REFERENCES memories ON DELETE CASCADE,
+            model text NOT NULL,
+            norm_hash text NOT NULL,
+            vector bytea NOT NULL,
+            seq bigserial NOT NULL
+        );
+        CREATE INDEX plain_vectors_seq ON plain_vectors (model, seq);
+        CREATE FUNCTION plain_vectors_stale() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            EXECUTE format('DELETE FROM %I.plain_vectors WHERE id = $1', TG_TABLE_SCHEMA)
+                USING NEW.id;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER plain_vectors_stale AFTER UPDATE OF name, description, body ON memories
+            FOR EACH ROW WHEN (OLD.name IS DISTINCT FROM NEW.name
+                               OR OLD.description IS DISTINCT FROM NEW.description
+                               OR OLD.body IS DISTINCT FROM NEW.body)
+            EXECUTE FUNCTION plain_vectors_stale();
+        """,
+    ),
+    (
+        "search context and the day a memory is about, in the tsvector (weight D) with the "
+        "days of created and date as words (month and year, weekday, ISO date)",
+        """
+        ALTER TABLE memories ADD COLUMN context text NOT NULL DEFAULT '',
+                             ADD COLUMN date date;
+        CREATE OR REPLACE FUNCTION memories_search_vector() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            NEW.search :=
+                setweight(to_tsvector('english', NEW.name), 'A') ||
+                setweight(to_tsvector('english', NEW.description || ' ' ||
+                                      array_to_string(NEW.tags, ' ')), 'B') ||
+                setweight(to_tsvector('english', NEW.body), 'C') ||
+                setweight(to_tsvector('english', array_to_string(NEW.paths, ' ') || ' ' ||
+                    NEW.context || ' ' || concat_ws(' ',
+                    to_char(NEW.created AT TIME ZONE 'UTC', 'FMMonth YYYY FMDay YYYY-MM-DD'),
+                    CASE WHEN NEW.date IS DISTINCT FROM (NEW.created AT TIME ZONE 'UTC')::date
+                         THEN to_char(NEW.date, 'FMMonth YYYY FMDay YYYY-MM-DD') END)), 'D');
+            RETURN NEW;
+        END $$;
+        DROP TRIGGER memories_search_vector ON memories;
+        CREATE TRIGGER memories_search_vector
+            BEFORE INSERT OR UPDATE OF name, description, tags, body, paths, context, date,
+                created ON memories
+            FOR EACH ROW EXECUTE FUNCTION memories_search_vector();
+        UPDATE memories SET context = context;
         """,
     ),
 )

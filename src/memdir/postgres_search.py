@@ -2,22 +2,27 @@
 and meaning.
 
 Words: any input becomes a tsquery through :func:`memdir.search.fts_query` (quoted word
-tokens joined by OR, which ``websearch_to_tsquery`` parses without ever failing), ranked by
-``ts_rank_cd`` × :func:`memdir.search.rank_factor` of the memory's strength.
+tokens joined by OR, which ``websearch_to_tsquery`` parses without ever failing); the best
+matches by ``ts_rank_cd`` are the candidates, and each is scored on the scale of
+:mod:`memdir.scale` by its word evidence (:mod:`memdir.postgres_evidence`: FTS5's weighted
+BM25 over the ideal BM25, computed from its tsvector, as the SQLite index scores it) and its
+strength.
 
-Meaning, when the store's vectors are on (:mod:`memdir.postgres_vectors`): the words' ranking
-and the cosine ranking fused by reciprocal rank (:func:`memdir.hybrid.fuse`) × the bounded
-strength, as :func:`memdir.semantic.hybrid_search` does for the SQLite index, with its
-constants (``POOL``, ``SIMILARITY_FLOOR``, ``SEMANTIC_WEIGHT``).
+Meaning, when the store's vectors are on and the model is loaded
+(:mod:`memdir.postgres_vectors`): the best :data:`~memdir.semantic.LEXICAL_POOL` by
+``ts_rank_cd`` and the nearest :data:`~memdir.semantic.SEMANTIC_POOL` vectors at or above the
+similarity floor, their union scored by :func:`memdir.hybrid.fuse_scores` from each one's
+word evidence and cosine, exactly as :func:`memdir.semantic.hybrid_search` scores the SQLite
+index: the same constants, the same scale, so both stores put the same memories on top of
+the same data.
 
 Invariants:
 - Both rankings apply the same filters, built once by :func:`where_clause` (types resolved
   against the taxonomy, an unknown type, scope or status refused).
 - No input makes a search raise: what yields no words ranks by meaning alone, or finds
   nothing.
-- A search embeds at most :data:`memdir.semantic.BATCH` memories that lack a vector first
-  (see :meth:`memdir.postgres_vectors.Embeddings.fill`), so it never waits for a whole
-  store to be embedded.
+- A search embeds its query and nothing else (:mod:`memdir.postgres_worker` fills the
+  vectors); until the model is loaded it ranks by words alone.
 """
 
 from __future__ import annotations
@@ -26,11 +31,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from memdir.errors import InvalidMemoryError
-from memdir.hybrid import fuse
-from memdir.model import SCOPES, STATUSES, Hit, Scope
-from memdir.postgres_conn import COLUMNS, memory_from_row
-from memdir.search import fts_query, rank_factor, strength
-from memdir.semantic import POOL, SEMANTIC_WEIGHT
+from memdir.hybrid import LEXICAL_WEIGHT, fuse_scores
+from memdir.model import SCOPES, STATUSES, Hit, Memory, Scope
+from memdir.postgres_conn import COLUMNS, Conn, memory_from_row
+from memdir.postgres_evidence import word_evidence
+from memdir.scale import scored
+from memdir.search import fts_query, strength
+from memdir.semantic import LEXICAL_POOL
 from memdir.taxonomy import Taxonomy
 
 if TYPE_CHECKING:
@@ -81,47 +88,62 @@ def search(store: PostgresStore, query: str, *, limit: int, types: Sequence[str]
     text = query if isinstance(query, str) else ""  # the API may hand over anything
     if not text.strip():
         return []
-    if store.embeddings.embedder is not None:
+    if store.embeddings.model is not None:
         return hybrid(store, text, where, params, limit)
     terms = fts_query(text)
-    return fts(store, terms, where, params, limit) if terms else []
+    return fts(store, text, terms, where, params, limit) if terms else []
 
 
-def fts(store: PostgresStore, terms: str, where: str, params: Sequence[Any],
+def _matches(conn: Conn, terms: str, where: str, params: Sequence[Any],
+             limit: int) -> list[tuple[Memory, float]]:
+    """The best ``limit`` memories matching a tsquery and the filters, by match alone."""
+    rows = conn.execute(
+        f"SELECT {COLUMNS}, ts_rank_cd({RANK_WEIGHTS}, search, q) AS match "
+        "FROM memories, websearch_to_tsquery('english', %s) AS q "
+        f"WHERE search @@ q AND {where} ORDER BY match DESC, id LIMIT %s",
+        [terms, *params, limit]).fetchall()
+    return [(memory_from_row(row), float(row["match"])) for row in rows]
+
+
+def fts(store: PostgresStore, query: str, terms: str, where: str, params: Sequence[Any],
         limit: int) -> list[Hit]:
-    """The best ``limit`` memories matching a tsquery and the filters, by match × strength."""
+    """The best ``limit`` memories matching ``terms`` (the tsquery of ``query``) and the
+    filters, by score: their word evidence (:mod:`memdir.postgres_evidence`) and strength."""
     with store.connections.db() as conn:
-        rows = conn.execute(
-            f"SELECT {COLUMNS}, ts_rank_cd({RANK_WEIGHTS}, search, q) AS match "
-            "FROM memories, websearch_to_tsquery('english', %s) AS q "
-            f"WHERE search @@ q AND {where} ORDER BY match DESC, id LIMIT %s",
-            [terms, *params, max(limit * 4, 40)]).fetchall()
+        matches = _matches(conn, terms, where, params, max(limit * 4, 40))
+        evidence = word_evidence(conn, query, [m.id for m, _ in matches])
     at = store.clock()
     hits = []
-    for row in rows:
-        memory, match = memory_from_row(row), float(row["match"])
+    for memory, _ in matches:
         power = strength(memory, store.taxonomy, at)
-        hits.append(Hit(memory, match * rank_factor(power), match, power))
+        match = evidence[memory.id]
+        if match > 0:
+            hits.append(Hit(memory, scored(match, power), match, power))
     hits.sort(key=lambda h: (-h.score, h.memory.id))
     return hits[:limit]
 
 
 def hybrid(store: PostgresStore, query: str, where: str, params: Sequence[Any],
            limit: int) -> list[Hit]:
-    """The tsvector and cosine rankings fused (RRF) × bounded strength, best first."""
+    """The tsvector matches and the nearest vectors, scored by their fused word and meaning
+    evidence and strength, best first (see the module docstring)."""
     embeddings = store.embeddings
-    # One batch at most: the rest is filled by later searches.
-    embeddings.fill(store.connections, lazy=True)
+    embedder = embeddings.model
+    assert embedder is not None
+    vector = embedder.embed([query])[0]  # the one model call of a search
     terms = fts_query(query)
-    lexical = fts(store, terms, where, params, max(POOL // 2, limit)) if terms else []
-    memories = {h.memory.id: h.memory for h in lexical}
     with store.connections.db() as conn:
-        near = embeddings.nearest(conn, query, where, params)
-    for memory, _ in near:  # above the similarity floor only: below it is noise, not meaning
-        memories.setdefault(memory.id, memory)
-    semantic = [m.id for m, _ in near]
+        words = _matches(conn, terms, where, params, max(LEXICAL_POOL, limit)) if terms else []
+        meaning = embeddings.meaning(conn, vector, embedder)
+        near = meaning.nearest(where, params)
+        memories = {m.id: m for m, _ in words}
+        for memory, _ in near:  # above the similarity floor only: below it is noise
+            memories.setdefault(memory.id, memory)
+        known = {m.id: cosine for m, cosine in near}
+        cosines = {**meaning.cosines([key for key in memories if key not in known]), **known}
+        lexical = word_evidence(conn, query, list(memories))
     at = store.clock()
     power = {key: strength(m, store.taxonomy, at) for key, m in memories.items()}
-    fused = fuse([h.memory.id for h in lexical], semantic, power,
-                 semantic_weight=SEMANTIC_WEIGHT, limit=limit)
+    fused = fuse_scores(list(memories), lexical, cosines, power,
+                        lexical_weight=LEXICAL_WEIGHT, limit=limit)
     return [Hit(memories[key], score, match, power[key]) for key, score, match in fused]

@@ -1,60 +1,59 @@
-"""Vectors in the PostgreSQL store: pgvector embeddings, written and searched (DESIGN §4).
+"""Vectors in the PostgreSQL store: where they live, who writes them, and how a search scores
+them (DESIGN §4).
 
-The same meaning search as the SQLite index (:mod:`memdir.semantic`), with the vectors in
-the ``embeddings`` table (:mod:`memdir.postgres_schema`) and the nearest found by pgvector's
-cosine distance; :mod:`memdir.postgres_search` fuses them with the words.
+The same meaning search as the SQLite index (:mod:`memdir.semantic`: the same model, vector
+text, similarity floor and pools). With pgvector the vectors are in the ``embeddings`` table
+and the nearest are found by its cosine distance (:class:`PgvectorMeaning`); without it they
+are float32 bytes in ``plain_vectors``, ranked in this process with numpy
+(:mod:`memdir.postgres_plain_vectors`). :mod:`memdir.postgres_search` fuses them with the words.
 
 Invariants:
-- Vectors are on when the embeddings table exists (pgvector), the store was not opened with
-  ``semantic=False`` nor under ``MEMDIR_SEMANTIC=0``, and the ``embed`` extra is installed
-  (:func:`memdir.embed.available`). Otherwise nothing here reads or writes a vector and
-  search is the tsvector alone. The model is loaded on the first write or search that needs
-  it (:func:`memdir.embed.load_embedder`: once per process).
-- A new or changed memory's vector is computed from :func:`memdir.semantic.vector_text` and
-  written in the transaction that writes the memory (for a batch, computed before the
-  transaction opens: no lock waits for the model). A vector is kept only for the text it was
-  computed from: the trigger ``embeddings_stale`` deletes it when the name, description or
-  body change, and a lazy fill writes one only while the memory still has that text
-  (``FOR SHARE`` re-checks it after a concurrent writer commits).
-- Memories without a vector (stored with vectors off, or before pgvector) are embedded by
-  searches, at most :data:`memdir.semantic.BATCH` per search, one process thread at a time:
-  a search never waits for the whole store. Once a store finds none left it looks again
-  only after :data:`FILL_INTERVAL` (the look scans the table: ~5 ms at 10k memories), so a
-  memory written with vectors off elsewhere is found by meaning at most that much later;
-  what this store writes has its vector at once.
-- The cosine ranking has the search's filters (types, scopes, tags, status) in its SQL;
-  of the nearest :data:`~memdir.semantic.POOL` × 2 (``hnsw.ef_search`` is raised to that
-  many on each connection: the index yields no more), those below
+- Vectors are on when the store was not opened with ``semantic=False`` nor under
+  ``MEMDIR_SEMANTIC=0`` and the ``embed`` extra is installed
+  (:func:`memdir.vectors.semantic_wanted`), pgvector or not. Otherwise nothing here reads or
+  writes a vector and search is the tsvector alone.
+- No write and no search embeds a memory: writes wake the process's background worker
+  (:mod:`memdir.postgres_worker`), which embeds what lacks a vector in batches; a search
+  that sees memories without one wakes it too. The query's embedding is the only model call
+  on the search path, and until the model is loaded (in the worker, when the first store
+  opens) searches rank by words alone.
+- A vector counts only for the text it was computed from: the tables' stale triggers delete
+  it when the memory's name, description or body change, and a search compares only vectors
+  whose ``norm_hash`` is the memory's.
+- With pgvector, the cosine ranking has the search's filters (types, scopes, tags, status) in
+  its SQL; of the nearest :data:`~memdir.semantic.SEMANTIC_POOL` × 2 (``hnsw.ef_search`` is
+  raised to that many on each connection: the index yields no more), those below
   :data:`~memdir.semantic.SIMILARITY_FLOOR` are dropped, as in the SQLite index.
 """
 
 from __future__ import annotations
 
-import threading
-import time
 import weakref
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from psycopg import sql
 
-from memdir.errors import DatabaseError, warn
 from memdir.model import Memory
 from memdir.postgres_conn import COLUMNS, Conn, memory_from_row
-from memdir.semantic import BATCH, POOL, SIMILARITY_FLOOR, vector_text
-from memdir.store import norm_hash
+from memdir.postgres_worker import (
+    VectorTable,
+    fill_batch,
+    load_model,
+    loaded_model,
+    release_worker,
+    worker_for,
+)
+from memdir.semantic import SEMANTIC_POOL, SIMILARITY_FLOOR
 from memdir.vectors import semantic_wanted
 
 if TYPE_CHECKING:
     from memdir.embed import Embedder
     from memdir.postgres_conn import Connections
     from memdir.postgres_schema import Pgvector
+    from memdir.postgres_worker import Worker
 
-__all__ = ["Embeddings"]
-
-
-FILL_INTERVAL = 5.0  # seconds between looks for missing vectors once none were left
-_filling = threading.Lock()  # one fill per process at a time: the others search on
+__all__ = ["Embeddings", "Meaning", "PgvectorMeaning"]
 
 
 def _literal(vector: Any) -> str:
@@ -62,127 +61,129 @@ def _literal(vector: Any) -> str:
     return "[" + ",".join(map(str, vector.tolist())) + "]"
 
 
-def _text(memory: Memory) -> str:
-    return vector_text(memory.name, memory.description, memory.body)
+def _blob(vector: Any) -> bytes:
+    from memdir.embed import to_blob
+
+    return to_blob(vector)
+
+
+class Meaning(Protocol):
+    """One search's cosine scores: the nearest memories passing the filters, and the cosine
+    of given memories (those with a current vector)."""
+
+    missing: bool  # some memories have no vector: the worker is woken
+
+    def nearest(self, where: str, params: Sequence[Any]) -> list[tuple[Memory, float]]: ...
+
+    def cosines(self, ids: Sequence[str]) -> dict[str, float]: ...
 
 
 class Embeddings:
-    """The vectors of one :class:`~memdir.postgres.PostgresStore` (see the module docstring)."""
+    """The vectors of one :class:`~memdir.postgres.PostgresStore` (see the module docstring).
+    ``embedder``: a model to use instead of the process's (tests count its calls)."""
 
-    def __init__(self, pgvector: Pgvector | None, semantic: bool | None) -> None:
-        self.pgvector = pgvector
-        self._semantic = semantic
-        self._on: bool | None = None
-        self._embedder: Embedder | None = None
+    def __init__(self, connections: Connections, pgvector: Pgvector | None,
+                 semantic: bool | None, embedder: Embedder | None = None) -> None:
+        self.connections, self.pgvector = connections, pgvector
+        self._given = embedder
+        self._on = semantic is not False if embedder is not None else semantic_wanted(semantic)
         self._tuned: weakref.WeakSet[Conn] = weakref.WeakSet()  # hnsw.ef_search set there
-        self._complete = float("-inf")  # time.monotonic() when a fill last found none left
+        if pgvector is None:
+            self.table = VectorTable("plain_vectors", sql.SQL("%s"), _blob, renumber=True)
+        else:
+            self.table = VectorTable("embeddings", sql.SQL("%s::{}.vector").format(
+                sql.Identifier(pgvector.schema)), _literal, renumber=False)
+        self._worker: Worker | None = None
+        if self._on:
+            self._worker = worker_for(connections.dsn, connections.schema, self.table,
+                                      embedder)
 
     @property
     def on(self) -> bool:
-        """Whether this store writes vectors and searches by meaning as well as words."""
-        if self._on is None:
-            self._on = self.pgvector is not None and semantic_wanted(self._semantic)
+        """Whether this store has vectors and searches by meaning as well as words."""
+        if self._on and self._given is None:
+            done, model = loaded_model()
+            if done and model is None:  # a broken install: warned once, words only
+                self._on = False
+                self.close()
         return self._on
 
     @property
-    def embedder(self) -> Embedder | None:
-        """The model (loaded on first use), or None when vectors are off."""
-        if self._embedder is None and self.on:
-            from memdir.embed import load_embedder
+    def model(self) -> Embedder | None:
+        """The model if it is loaded (never waits for it); None while vectors are off."""
+        if not self.on:
+            return None
+        return self._given or loaded_model()[1]
 
-            self._embedder = load_embedder()
-            if self._embedder is None:  # a broken install: warned once, words only
-                self._on = False
-        return self._embedder
+    @property
+    def worker(self) -> Worker | None:
+        return self._worker
+
+    def wrote(self) -> None:
+        """After a committed write: the worker looks for memories to embed."""
+        if self._worker is not None:
+            self._worker.wake()
+
+    def embed_memories(self) -> int:
+        """Embed every memory that lacks a vector now, the caller waiting (loads the model
+        if needed); how many were embedded. 0 when vectors are off."""
+        embedder = (self._given or load_model()) if self._on else None
+        if embedder is None:
+            return 0
+        done = 0
+        while True:
+            with self.connections.db() as conn:
+                count = fill_batch(conn, self.table, embedder)
+            if not count:
+                return done
+            done += count
+
+    def meaning(self, conn: Conn, query: Any, embedder: Embedder) -> Meaning:
+        """The cosine scores of one search (``query``: its unit-length vector)."""
+        found: Meaning
+        if self.pgvector is None:
+            from memdir.postgres_plain_vectors import PlainMeaning, matrix_for
+
+            found = PlainMeaning(conn, matrix_for(self.connections.dsn,
+                                                  self.connections.schema, embedder), query)
+        else:
+            if self.pgvector.hnsw and conn not in self._tuned:
+                # The index yields ef_search rows at most (default 40): as many as are asked.
+                conn.execute(sql.SQL("SET hnsw.ef_search = {}").format(
+                    sql.Literal(SEMANTIC_POOL * 2)))
+                self._tuned.add(conn)
+            found = PgvectorMeaning(conn, self.pgvector, embedder, query)
+        if found.missing and self._worker is not None:
+            self._worker.wake(search=True)
+        return found
+
+    def close(self) -> None:
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            release_worker(worker)
+
+
+class PgvectorMeaning:
+    """One search's cosine scores from pgvector (see the module docstring)."""
+
+    def __init__(self, conn: Conn, pgvector: Pgvector, embedder: Embedder, query: Any) -> None:
+        self._conn, self._pgvector, self._embedder = conn, pgvector, embedder
+        self._target = _literal(query)
+        row = conn.execute("SELECT (SELECT count(*) FROM memories) > (SELECT count(*) FROM "
+                           "embeddings WHERE model = %s) AS missing", (embedder.name,)).fetchone()
+        self.missing = bool(row and row["missing"])
 
     def _sql(self, text: str, **names: Any) -> sql.Composed:
-        assert self.pgvector is not None
-        return sql.SQL(text).format(pgvector=sql.Identifier(self.pgvector.schema), **names)
+        return sql.SQL(text).format(pgvector=sql.Identifier(self._pgvector.schema),
+                                    dim=sql.Literal(self._embedder.dim), **names)
 
-    def compute(self, memories: Iterable[Memory]) -> dict[str, str]:
-        """The vector of each memory's text (pgvector text input), by text; empty when off."""
-        embedder = self.embedder
-        if embedder is None:
-            return {}
-        texts = list(dict.fromkeys(_text(m) for m in memories))
-        if not texts:
-            return {}
-        return dict(zip(texts, map(_literal, embedder.embed(texts)), strict=True))
-
-    def save(self, conn: Conn, memories: Iterable[Memory], computed: dict[str, str]) -> None:
-        """Write the vectors of the memories just written (in the caller's transaction); one
-        whose text was not computed (a duplicate that kept its own text) keeps its vector."""
-        embedder = self.embedder
-        if embedder is None or not computed:
-            return
-        rows = [(m.id, embedder.name, norm_hash(m.body), computed[t])
-                for m in memories if (t := _text(m)) in computed]
-        if rows:
-            conn.cursor().executemany(self._sql(
-                "INSERT INTO embeddings (id, model, norm_hash, vector) "
-                "VALUES (%s, %s, %s, %s::{pgvector}.vector) ON CONFLICT (id) DO UPDATE SET "
-                "model = EXCLUDED.model, norm_hash = EXCLUDED.norm_hash, "
-                "vector = EXCLUDED.vector"), rows)
-
-    def changed(self, conn: Conn, before: Memory, after: Memory) -> None:
-        """After an update in ``conn``'s transaction: the new vector if the text changed (the
-        trigger has deleted the old one)."""
-        if self.on and _text(before) != _text(after):
-            self.save(conn, [after], self.compute([after]))
-
-    def fill(self, connections: Connections, most: int = BATCH, *, lazy: bool = False) -> int:
-        """Embed up to ``most`` memories that have no vector of this model; how many were
-        written. ``lazy``: not within FILL_INTERVAL of finding none left. Never raises: a
-        failed fill leaves the words to rank alone."""
-        embedder = self.embedder
-        started = time.monotonic()
-        if embedder is None or (lazy and started - self._complete < FILL_INTERVAL):
-            return 0
-        if not _filling.acquire(blocking=False):
-            return 0
-        try:
-            with connections.db() as conn:
-                rows = conn.execute(
-                    "SELECT m.id, m.name, m.description, m.body, m.norm_hash FROM memories m "
-                    "WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.id = m.id AND "
-                    "e.model = %s AND e.norm_hash = m.norm_hash) LIMIT %s",
-                    (embedder.name, most)).fetchall()
-                if len(rows) < most:
-                    self._complete = started
-                if not rows:
-                    return 0
-                vectors = embedder.embed([vector_text(r["name"], r["description"], r["body"])
-                                          for r in rows])
-                # One statement per memory, each its own transaction: it locks one row.
-                cur = conn.cursor()
-                cur.executemany(self._sql(
-                    "INSERT INTO embeddings (id, model, norm_hash, vector) "
-                    "SELECT id, %s, norm_hash, %s::{pgvector}.vector FROM memories WHERE id = %s "
-                    "AND name = %s AND description = %s AND norm_hash = %s FOR SHARE "
-                    "ON CONFLICT (id) DO UPDATE SET model = EXCLUDED.model, "
-                    "norm_hash = EXCLUDED.norm_hash, vector = EXCLUDED.vector"),
-                    [(embedder.name, _literal(v), r["id"], r["name"], r["description"],
-                      r["norm_hash"]) for r, v in zip(rows, vectors, strict=True)])
-            return len(rows)
-        except DatabaseError as exc:
-            warn("memdir: vectors not filled (%s); search uses the words", exc.message)
-            return 0
-        finally:
-            _filling.release()
-
-    def nearest(self, conn: Conn, query: str, where: str, params: Sequence[Any]) -> list[
-            tuple[Memory, float]]:
-        """The memories nearest to ``query`` that pass the filters, with their cosine
-        similarity, best first: of the nearest POOL × 2, those at or above the similarity
-        floor, POOL at most (the pool of :mod:`memdir.postgres_search`'s rank fusion; the
-        SQLite index fuses scores over :data:`memdir.semantic.SEMANTIC_POOL`)."""
-        embedder = self.embedder
-        assert embedder is not None and self.pgvector is not None
-        target = _literal(embedder.embed([query])[0])
-        dim = sql.Literal(embedder.dim)
+    def nearest(self, where: str, params: Sequence[Any]) -> list[tuple[Memory, float]]:
+        """The memories nearest to the query that pass the filters, with their cosine
+        similarity, best first: of the nearest SEMANTIC_POOL × 2, those at or above the
+        similarity floor, SEMANTIC_POOL at most."""
         # The expression of the HNSW index (postgres_schema), so the planner can use it.
         distance = self._sql("(e.vector::{pgvector}.vector({dim})) OPERATOR({pgvector}.<=>) "
-                             "%s::{pgvector}.vector({dim})", dim=dim)
+                             "%s::{pgvector}.vector({dim})")
         query_sql = self._sql(
             "WITH near AS (SELECT e.id, {distance} AS distance FROM embeddings e "
             "JOIN memories m ON m.id = e.id WHERE {pgvector}.vector_dims(e.vector) = {dim} "
@@ -190,11 +191,20 @@ class Embeddings:
             "ORDER BY distance LIMIT %s) "
             "SELECT {columns}, near.distance FROM memories JOIN near USING (id) "
             "WHERE near.distance <= %s ORDER BY near.distance, id LIMIT %s",
-            distance=distance, dim=dim, where=sql.SQL(where), columns=sql.SQL(COLUMNS))
-        if self.pgvector.hnsw and conn not in self._tuned:
-            # The index yields ef_search rows at most (default 40): as many as are asked.
-            conn.execute(sql.SQL("SET hnsw.ef_search = {}").format(sql.Literal(POOL * 2)))
-            self._tuned.add(conn)
-        rows = conn.execute(query_sql, [target, embedder.name, *params, POOL * 2,
-                                        1.0 - SIMILARITY_FLOOR, POOL]).fetchall()
+            distance=distance, where=sql.SQL(where), columns=sql.SQL(COLUMNS))
+        rows = self._conn.execute(query_sql, [
+            self._target, self._embedder.name, *params, SEMANTIC_POOL * 2,
+            1.0 - SIMILARITY_FLOOR, SEMANTIC_POOL]).fetchall()
         return [(memory_from_row(r), 1.0 - float(r["distance"])) for r in rows]
+
+    def cosines(self, ids: Sequence[str]) -> dict[str, float]:
+        """The cosine of each memory that has a current vector."""
+        if not ids:
+            return {}
+        rows = self._conn.execute(self._sql(
+            "SELECT e.id, e.vector OPERATOR({pgvector}.<=>) %s::{pgvector}.vector AS distance "
+            "FROM embeddings e JOIN memories m ON m.id = e.id WHERE e.id = ANY(%s::text[]) "
+            "AND e.model = %s AND e.norm_hash = m.norm_hash AND "
+            "{pgvector}.vector_dims(e.vector) = {dim}"),
+            (self._target, list(ids), self._embedder.name)).fetchall()
+        return {r["id"]: 1.0 - float(r["distance"]) for r in rows}

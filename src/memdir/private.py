@@ -98,14 +98,15 @@ def _clean(text: str) -> str:
 
 def strip_private_memory(memory: Memory) -> Memory:
     """``memory`` without ``<private>`` spans in any free-text field (name, description, body,
-    source, tags, paths, meta keys and values); the same object when it holds none (the
-    common case)."""
-    texts = [memory.name, memory.description, memory.body, memory.source, *memory.tags,
-             *memory.paths]
+    source, search context, tags, paths, meta keys and values); the same object when it
+    holds none (the common case)."""
+    texts = [memory.name, memory.description, memory.body, memory.source, memory.context,
+             *memory.tags, *memory.paths]
     if not any("<" in t for t in texts) and "<" not in repr(memory.meta):
         return memory
     meta = strip_private_data(memory.meta) if memory.meta else memory.meta
     return memory.replace(name=_clean(memory.name), description=_clean(memory.description),
                           body=_clean(memory.body), source=_clean(memory.source),
+                          context=_clean(memory.context),
                           tags=tuple(t for t in map(_clean, memory.tags) if t),
                           paths=tuple(p for p in map(_clean, memory.paths) if p), meta=meta)

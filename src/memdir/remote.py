@@ -22,6 +22,7 @@ Invariants:
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import re
@@ -41,7 +42,14 @@ from memdir.errors import (
     PathTraversalError,
     ServerError,
 )
-from memdir.model import KNOWN_KEYS, RELEVANCE_WORDS, STATUSES, Memory, parse_time
+from memdir.model import (
+    KNOWN_KEYS,
+    RELEVANCE_WORDS,
+    STATUSES,
+    Memory,
+    bound_context,
+    parse_time,
+)
 
 if TYPE_CHECKING:
     import urllib.request
@@ -277,4 +285,14 @@ def memory_from_api(item: Mapping[str, Any]) -> Memory:
         source=_text(item, "source", "manual"), created=created, updated=updated,
         reinforced=reinforced, status=status,
         superseded_by=superseded if isinstance(superseded, str) and superseded else None,
-        meta=meta)
+        meta=meta, context=bound_context(_text(item, "context", "")), date=_day(item, mid))
+
+
+def _day(item: Mapping[str, Any], mid: str) -> dt.date | None:
+    value = item.get("date")
+    if value is None or value == "":
+        return None
+    try:
+        return dt.date.fromisoformat(str(value))
+    except ValueError:
+        raise InvalidMemoryError(f"memory {mid}: 'date' {value!r} is not a day") from None

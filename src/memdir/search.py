@@ -7,8 +7,10 @@ Invariants:
 - Strength (seed 002) = type weight × relevance × decay × reinforcement, where decay halves
   every 90 days since the last access or reinforcement (30 days for temporary types) and
   reinforcement grows with the logarithm of explicit reinforcements plus accesses.
-- Ranking multiplies BM25 match quality by a *bounded* strength factor in [0.75, 1.25], so an
-  old but exact match still beats a fresh weak one.
+- Ranking is on the score scale (:mod:`memdir.scale`): BM25 relative to the query's ideal
+  BM25 (:func:`idf_total`, from the FTS table's own statistics), saturated into [0, 1], then
+  strength as a bounded exponent; in one query the order is BM25 × the strength factor's, so
+  an old but exact match still beats a fresh weak one.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from memdir.errors import InvalidMemoryError
 from memdir.index import BM25_WEIGHTS, row_to_memory
 from memdir.model import Hit, Memory, now
+from memdir.scale import ideal_bm25, lexical_evidence, scored, strength_factor
 from memdir.taxonomy import Taxonomy
 
 if TYPE_CHECKING:
@@ -35,9 +38,12 @@ __all__ = [
     "OVERFETCH",
     "STOPWORDS",
     "best_matches",
+    "bm25_of",
     "fts_query",
     "glob_matches",
+    "idf_total",
     "list_memories",
+    "query_terms",
     "rank_factor",
     "run_search",
     "strength",
@@ -83,19 +89,22 @@ def _variants(token: str) -> list[str]:
     return out
 
 
-def fts_query(text: str) -> str | None:
-    """A safe FTS5 query for free text: an OR of quoted tokens; None when nothing is left."""
+def query_terms(text: str) -> list[tuple[str, ...]]:
+    """The query's words (stop words dropped unless nothing else is left), each as the tuple
+    of surface forms searched for it (:func:`_variants`): one FTS5 phrase per form."""
     tokens: list[str] = []
     for raw in _TOKEN.findall(text.lower()):
         token = raw.strip("_")
         if token and token not in tokens:
             tokens.append(token)
     content = [t for t in tokens if t not in STOPWORDS]
-    chosen = (content or tokens)[:MAX_QUERY_TOKENS]
-    if not chosen:
-        return None
-    terms = dict.fromkeys(v for t in chosen for v in _variants(t))
-    return " OR ".join(f'"{t}"' for t in terms)
+    return [tuple(_variants(t)) for t in (content or tokens)[:MAX_QUERY_TOKENS]]
+
+
+def fts_query(text: str) -> str | None:
+    """A safe FTS5 query for free text: an OR of quoted tokens; None when nothing is left."""
+    terms = dict.fromkeys(v for forms in query_terms(text) for v in forms)
+    return " OR ".join(f'"{t}"' for t in terms) if terms else None
 
 
 def type_factors(taxonomy: Taxonomy | None, type_name: str) -> tuple[float, float]:
@@ -124,8 +133,53 @@ def strength(memory: Memory, taxonomy: Taxonomy | None, at: datetime | None = No
 
 
 def rank_factor(strength_value: float) -> float:
-    """The bounded multiplier strength applies to match quality: 0.75 (dead) .. 1.25 (strong)."""
-    return 0.75 + 0.5 * min(max(strength_value, 0.0), 1.0)
+    """The bounded factor strength applies to a match: 0.6 (dead) .. 1.0 (strong); see
+    :func:`memdir.scale.scored`."""
+    return strength_factor(strength_value)
+
+
+def _fts_rows(conn: sqlite3.Connection, table: str) -> int:
+    """The rows of an FTS5 table as its bm25() counts them: the first varint of its averages
+    record (``<table>_data`` id 1), read in O(1); a plain count if that cannot be read."""
+    row = conn.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()
+    blob = bytes(row[0]) if row and row[0] is not None else b""
+    value = 0
+    for n, byte in enumerate(blob[:9]):  # SQLite's varint: 7 bits a byte, big-endian
+        if n == 8:
+            return (value << 8) | byte
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            return value
+    return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+
+
+def idf_total(conn: sqlite3.Connection, query: str, table: str = "memories_fts") -> float:
+    """The BM25 of an ideal match of ``query`` in FTS5 ``table``
+    (:func:`memdir.scale.ideal_bm25`): each searched form's row count, one count a form."""
+    terms = query_terms(query)
+    if not terms:
+        return 0.0
+    rows = _fts_rows(conn, table)
+    counts = [[int(conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?",
+                                (f'"{form}"',)).fetchone()[0]) for form in forms]
+              for forms in terms]
+    return ideal_bm25(rows, counts)
+
+
+def bm25_of(conn: sqlite3.Connection, fts: str, keys: Sequence[tuple[str, str]]) -> dict[
+        tuple[str, str], float]:
+    """The weighted BM25 match (higher is better) of the given (dir, file) memories that
+    match ``fts``; the others are left out."""
+    if not keys:
+        return {}
+    weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+    values = ",".join("(?, ?)" for _ in keys)
+    return {(r[0], r[1]): -float(r[2]) for r in conn.execute(
+        f"WITH wanted (dir, file) AS (VALUES {values}) "
+        f"SELECT m.dir, m.file, bm25(memories_fts, {weights}) FROM wanted w "
+        "JOIN memories m ON m.dir = w.dir AND m.file = w.file "
+        "JOIN memories_fts ON memories_fts.rowid = m.rowid WHERE memories_fts MATCH ?",
+        [*(part for key in keys for part in key), fts])}
 
 
 @lru_cache(maxsize=512)
@@ -224,12 +278,13 @@ def best_matches(conn: sqlite3.Connection, fts: str, dirs: Sequence[MemoryDir], 
 def run_search(conn: sqlite3.Connection, query: str, dirs: Sequence[MemoryDir], *,
                types: Sequence[str], tags: Sequence[str] | None, include_archived: bool,
                paths: Sequence[str] | None, limit: int, at: datetime) -> list[Hit]:
-    """BM25 candidates from FTS5, re-ranked by match × bounded strength factor. With
+    """BM25 candidates from FTS5, scored on the scale (lexical evidence, then strength). With
     ``paths``, the globs filter the candidates in Python, so the pool grows (four times at a
     go) until ``limit`` pass or every match has been looked at."""
     fts = fts_query(query)
     if fts is None or not dirs:
         return []
+    ideal = idf_total(conn, query)
     pool = max(limit * 4, 40) if not paths else max(limit * 20, 200)
     taxonomies = {d.key: d.taxonomy for d in dirs}
     while True:
@@ -240,9 +295,9 @@ def run_search(conn: sqlite3.Connection, query: str, dirs: Sequence[MemoryDir], 
             memory = row_to_memory(row)
             if paths and not glob_matches(memory.paths, paths):
                 continue
-            match = -float(row["rank"])
+            match = lexical_evidence(-float(row["rank"]), ideal)
             power = strength(memory, taxonomies.get(row["dir"]), at)
-            hits.append(Hit(memory, match * rank_factor(power), match, power))
+            hits.append(Hit(memory, scored(match, power), match, power))
         if not paths or len(hits) >= limit or len(rows) < pool:
             break
         pool *= 4

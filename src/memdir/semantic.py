@@ -6,14 +6,15 @@ live in :mod:`memdir.vector_index`; they are filled in the background
 :func:`fill_vectors` are re-exported here for the modules that import them from this one.
 
 Hybrid search takes the best BM25 matches and the nearest vectors (above a similarity floor),
-and ranks their union by a convex combination of the two z-normalised scores
-(:func:`memdir.hybrid.fuse_scores`) with strength as the bounded multiplier of plain search.
-The cosine of a BM25 match comes from the same pass over the vector matrix that finds the
-nearest ones (a memory not embedded yet has none: neutral, so it ranks by BM25 alone); a
-vector neighbour that is not among the BM25 matches has no lexical evidence (BM25 0). The
-BM25 pool is the best ``LEXICAL_POOL`` by BM25 alone (strength applies once, in the fusion),
-with the filters in its SQL; path globs are matched after loading, so with them the pool
-comes from :func:`memdir.search.run_search`, which takes a larger one.
+and scores their union on the score scale (:func:`memdir.hybrid.fuse_scores`,
+:mod:`memdir.scale`): lexical and semantic evidence, each absolute, then strength. The cosine
+of a BM25 match comes from the same pass over the vector matrix that finds the nearest ones
+(a memory not embedded yet has none: it is matched on its words alone); a vector neighbour
+outside the BM25 pool gets its own BM25 (:func:`memdir.search.bm25_of`), so its evidence does
+not depend on the pool. The BM25 pool is the best ``LEXICAL_POOL`` by BM25 alone (strength
+applies once, in the fusion), with the filters in its SQL; path globs are matched after
+loading, so with them the pool comes from :func:`memdir.search.run_search`, which takes a
+larger one.
 
 Invariants:
 - numpy and the model are only touched through :mod:`memdir.embed`, imported lazily: without
@@ -30,7 +31,17 @@ from typing import TYPE_CHECKING
 from memdir.hybrid import LEXICAL_WEIGHT, fuse_scores
 from memdir.index import Index, row_to_memory
 from memdir.model import Hit, Memory
-from memdir.search import best_matches, fts_query, glob_matches, run_search, strength
+from memdir.scale import SIMILARITY_FLOOR as SIMILARITY_FLOOR
+from memdir.scale import lexical_evidence
+from memdir.search import (
+    best_matches,
+    bm25_of,
+    fts_query,
+    glob_matches,
+    idf_total,
+    run_search,
+    strength,
+)
 from memdir.vector_index import BATCH, fill_vectors, vector_matrix, vector_text
 
 if TYPE_CHECKING:
@@ -44,7 +55,6 @@ __all__ = ["BATCH", "LEXICAL_POOL", "POOL", "SEMANTIC_POOL", "SIMILARITY_FLOOR",
 # Recall@10 better than 25 + 50, the same on MADial-Bench, and fewer memories to load).
 LEXICAL_POOL = 25  # best BM25 matches
 SEMANTIC_POOL = 25  # nearest vectors at or above the similarity floor
-SIMILARITY_FLOOR = 0.2  # cosine below which MiniLM neighbours are unrelated text
 # The PostgreSQL store's rank fusion (memdir.postgres_search) still uses these two: POOL // 2
 # tsvector matches and POOL nearest vectors, fused by reciprocal rank.
 POOL = 50
@@ -86,7 +96,7 @@ def _lexical(index: Index, query: str, dirs: Sequence[MemoryDir], *, types: Sequ
 def hybrid_search(index: Index, dirs: Sequence[MemoryDir], embedder: Embedder, query: str, *,
                   types: Sequence[str], tags: Sequence[str] | None, include_archived: bool,
                   paths: Sequence[str] | None, limit: int, at: datetime) -> list[Hit]:
-    """The best BM25 matches and nearest vectors, ranked by fused z-scores × bounded strength;
+    """The best BM25 matches and nearest vectors, on the score scale (:mod:`memdir.scale`);
     same filters as search."""
     from memdir.embed import cosine_scores, top_k
 
@@ -95,6 +105,7 @@ def hybrid_search(index: Index, dirs: Sequence[MemoryDir], embedder: Embedder, q
     # No filling here: the vectors that exist count, the rest rank by BM25 alone until the
     # background worker (memdir.vector_worker) has embedded them.
     memories: dict[tuple[str, str], Memory] = {}
+    ideal = idf_total(index.conn, query)
     if paths:  # globs filter after loading: run_search takes a pool large enough for them
         hits = run_search(index.conn, query, dirs, types=types, tags=tags,
                           include_archived=include_archived, paths=paths,
@@ -102,8 +113,9 @@ def hybrid_search(index: Index, dirs: Sequence[MemoryDir], embedder: Embedder, q
         memories = {_where(h.memory): h.memory for h in hits}
         words = {_where(h.memory): h.match for h in hits}
     else:
-        words = _lexical(index, query, dirs, types=types, tags=tags,
-                         include_archived=include_archived, limit=max(LEXICAL_POOL, limit))
+        words = {key: lexical_evidence(bm25, ideal) for key, bm25 in _lexical(
+            index, query, dirs, types=types, tags=tags, include_archived=include_archived,
+            limit=max(LEXICAL_POOL, limit)).items()}
     names, matrix, rows = vector_matrix(index, [d.key for d in dirs], embedder)
     scores = cosine_scores(embedder.embed([query])[0], matrix) if names else None
     nearest = top_k(scores, SEMANTIC_POOL * 2) if scores is not None else []
@@ -132,7 +144,11 @@ def hybrid_search(index: Index, dirs: Sequence[MemoryDir], embedder: Embedder, q
         semantic += [k for k in chunk if k in memories and allowed(memories[k])]
         wanted = []
     candidates = list(dict.fromkeys(k for k in [*words, *semantic] if k in memories))
-    # A memory without a vector yet (filled by a later search) has no cosine: neutral.
+    fts = fts_query(query)
+    if fts is not None:  # neighbours' own word matches, wherever they rank by BM25
+        words.update({key: lexical_evidence(bm25, ideal) for key, bm25 in bm25_of(
+            index.conn, fts, [k for k in candidates if k not in words]).items()})
+    # A memory without a vector yet (the worker has not reached it) has no cosine: words alone.
     cosines = {} if scores is None else {
         key: float(scores[rows[key]]) for key in candidates if key in rows}
     power = {key: strength(memories[key], taxonomies.get(key[0]), at) for key in candidates}

@@ -13,6 +13,9 @@ Invariants:
   ``<private>`` spans are stripped and anything that looks like a secret is redacted.
 - Indexing a session again replaces its chunks, in one transaction.
 - Chunks belong to the project's memory directory: a project searches its own sessions.
+- Each chunk is also searched by its search context (the message before it, "speaker: text",
+  as :func:`turn_context` gives it) and its day as words (:func:`memdir.model.date_words`),
+  in FTS5 columns of their own weighing less than its text; neither is ever shown.
 """
 
 from __future__ import annotations
@@ -25,16 +28,29 @@ from typing import Any
 
 from memdir.errors import InvalidMemoryError
 from memdir.index import Index
-from memdir.model import Hit, Memory, SessionRef, format_time, parse_time
+from memdir.model import (
+    Hit,
+    Memory,
+    SessionRef,
+    bound_context,
+    date_words,
+    format_time,
+    parse_time,
+)
 from memdir.safety import redact_secrets, strip_private
-from memdir.search import fts_query
+from memdir.scale import lexical_evidence, scored
+from memdir.search import fts_query, idf_total
 from memdir.transcript import Message, Transcript
 
-__all__ = ["CHUNK_CHARS", "SESSION_WEIGHT", "SessionIndex", "chunk_messages", "index_session",
-           "search_sessions"]
+__all__ = ["CHUNK_CHARS", "SESSION_STRENGTH", "SessionIndex", "chunk_messages", "index_session",
+           "search_sessions", "turn_context"]
 
 CHUNK_CHARS = 2000
-SESSION_WEIGHT = 0.8  # a session chunk ranks below a memory that matches as well
+# A chunk is scored as a memory of strength 0 (memdir.scale): below any memory that matches
+# as well, on the same scale, so the two kinds of hit interleave by score.
+SESSION_STRENGTH = 0.0
+# text, context, dates: the chunk's own words weigh most (as a memory's body over its context)
+BM25_WEIGHTS = (1.0, 0.5, 0.5)
 
 
 @dataclass(frozen=True)
@@ -44,6 +60,7 @@ class Chunk:
     last_message: int
     text: str
     started: datetime | None
+    context: str = ""  # the message before the chunk (turn_context)
 
 
 @dataclass(frozen=True)
@@ -66,10 +83,32 @@ def _clean(text: str) -> str:
     return redact_secrets(strip_private(text)).strip()
 
 
+def _said(message: Message) -> bool:
+    """A message people said (or a summary): what chunks and search context are made of."""
+    return message.kind in ("text", "summary") and not message.sidechain
+
+
+def turn_context(messages: Sequence[Message], index: int) -> str:
+    """Search context for what was said at message ``index``: the message said before it, as
+    "speaker: text", ``<private>`` spans stripped, secrets redacted, one line of at most
+    ``MAX_CONTEXT`` characters (its end: the words just before); "" when there is none."""
+    for message in reversed([m for m in messages if m.index < index and _said(m)]):
+        text = _clean(message.text)
+        if text:
+            return _as_context(f"{_speaker(message)}: {text}")
+    return ""
+
+
+def _as_context(line: str) -> str:
+    line = " ".join(line.split())
+    return bound_context(line if len(line) <= 2000 else line[-2000:])
+
+
 def chunk_messages(messages: Sequence[Message], size: int = CHUNK_CHARS) -> list[Chunk]:
     """Consecutive indexable messages grouped into chunks of about ``size`` characters."""
     chunks: list[Chunk] = []
     lines: list[str] = []
+    before = context = ""  # the line of the message before this one; the chunk's context
     first = last = -1
     started: datetime | None = None
     length = 0
@@ -77,12 +116,11 @@ def chunk_messages(messages: Sequence[Message], size: int = CHUNK_CHARS) -> list
     def flush() -> None:
         nonlocal lines, length, first, started
         if lines:
-            chunks.append(Chunk(len(chunks), first, last, "\n".join(lines), started))
+            chunks.append(Chunk(len(chunks), first, last, "\n".join(lines), started,
+                                _as_context(context)))
         lines, length, first, started = [], 0, -1, None
 
-    for message in messages:
-        if message.kind not in ("text", "summary") or message.sidechain:
-            continue
+    for message in filter(_said, messages):
         text = _clean(message.text)
         if not text:
             continue
@@ -92,10 +130,11 @@ def chunk_messages(messages: Sequence[Message], size: int = CHUNK_CHARS) -> list
             if length and length + len(piece) > size:
                 flush()
             if first < 0:
-                first, started = message.index, message.timestamp
+                first, started, context = message.index, message.timestamp, before
             last = message.index
             lines.append(piece)
             length += len(piece)
+        before = line
     flush()
     return chunks
 
@@ -111,9 +150,10 @@ def index_session(index: Index, directory: str, transcript: Transcript, session_
                      (directory, session_id))
         conn.executemany(
             "INSERT INTO session_chunks (dir, session_id, chunk, first_message, last_message, "
-            "started, text, transcript) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "started, text, transcript, context, dates) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(directory, session_id, c.number, c.first_message, c.last_message,
-              format_time(c.started) if c.started else None, c.text, source) for c in chunks])
+              format_time(c.started) if c.started else None, c.text, source, c.context,
+              date_words(c.started)) for c in chunks])
     return SessionIndex(session_id, len(chunks), len(transcript.messages))
 
 
@@ -130,19 +170,23 @@ def _as_memory(row: sqlite3.Row) -> Memory:
 
 def search_sessions(conn: sqlite3.Connection, query: str, directories: Sequence[str], *,
                     limit: int) -> list[Hit]:
-    """Session chunks matching ``query`` (BM25), scored on the memories' scale × 0.8."""
+    """Session chunks matching ``query`` (BM25), scored on the memories' scale
+    (:mod:`memdir.scale`: lexical evidence in ``session_fts``, strength 0)."""
     fts = fts_query(query)
     if fts is None or not directories:
         return []
+    weights = ", ".join(str(w) for w in BM25_WEIGHTS)
     rows = conn.execute(
-        "SELECT c.*, bm25(session_fts) AS rank FROM session_fts "
+        f"SELECT c.*, bm25(session_fts, {weights}) AS rank FROM session_fts "
         "JOIN session_chunks c ON c.rowid = session_fts.rowid "
         f"WHERE session_fts MATCH ? AND c.dir IN ({','.join('?' * len(directories))}) "
         f"ORDER BY rank LIMIT {int(limit)}", [fts, *directories]).fetchall()
+    ideal = idf_total(conn, query, "session_fts")
     hits = []
     for row in rows:
-        match = -float(row["rank"])
+        match = lexical_evidence(-float(row["rank"]), ideal)
         ref = SessionRef(row["session_id"], row["chunk"], row["first_message"],
                          row["last_message"], row["transcript"])
-        hits.append(Hit(_as_memory(row), match * SESSION_WEIGHT, match, 0.0, ref))
+        hits.append(Hit(_as_memory(row), scored(match, SESSION_STRENGTH), match,
+                        SESSION_STRENGTH, ref))
     return hits

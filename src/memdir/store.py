@@ -201,13 +201,14 @@ def _load(mdir: MemoryDir, state: FileState, real_base: str | None = None) -> Me
 
 def _refuse_secrets(memory: Memory) -> None:
     """A file written by hand (or pulled with a team's commits) that holds a secret is never
-    indexed, so no context, recall or search can show it: it is listed by ``doctor``."""
+    indexed, so no context, recall or search can show it (or find it by a secret in its
+    search context): it is listed by ``doctor``."""
     from memdir.safety import SECRET_IN_FILE, find_secrets  # off the start-up path
 
     # The file name and the id too: both are shown (recall headers, MEMORY.md, search).
     found = find_secrets([memory.name, memory.description, memory.body, *memory.tags,
                           *memory.paths, *meta_strings(memory.meta), memory.id, memory.file,
-                          memory.source, memory.superseded_by or ""])
+                          memory.source, memory.superseded_by or "", memory.context])
     if found:
         raise MemoryFileError(f"{SECRET_IN_FILE}: {', '.join(found)}",
                               "remove the secret from the file (keep credentials in a secret "

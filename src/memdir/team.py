@@ -171,7 +171,8 @@ class Team:
                 "content": memory.body, "type": memory.type, "name": memory.name,
                 "description": memory.description, "tags": list(memory.tags),
                 "paths": list(memory.paths), "relevance": memory.relevance,
-                "meta": dict(memory.meta)}
+                "meta": dict(memory.meta), "context": memory.context or None,
+                "date": memory.date.isoformat() if memory.date else None}
             stored, _ = self._client().store(fields)
             out.append(self._place(stored))
         return out

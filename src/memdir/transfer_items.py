@@ -228,7 +228,8 @@ def _memory_from_item(taxonomy: Taxonomy, clock: Callable[[], datetime],
         taxonomy=taxonomy, now=created, anchor=None,
         name=item.get("name"), description=item.get("description"),
         tags=item.get("tags") or (), paths=item.get("paths") or (),
-        relevance=item.get("relevance"), meta=meta, source=str(item.get("source") or "imported"))
+        relevance=item.get("relevance"), meta=meta, source=str(item.get("source") or "imported"),
+        context=item.get("context"), date=item.get("date"))
     if status is not None and status not in STATUSES:
         raise InvalidMemoryError(f"unknown status {_short(status)}", "use active or archived")
     return memory.replace(
@@ -251,7 +252,8 @@ def _memory_from_file(taxonomy: Taxonomy, parsed: Memory, scope: Scope) -> Memor
     memory = draft(
         parsed.body, type=parsed.type, scope=scope, taxonomy=taxonomy, now=parsed.created,
         anchor=None, name=parsed.name, description=parsed.description, tags=parsed.tags,
-        paths=parsed.paths, relevance=parsed.relevance, meta=keys, source=parsed.source)
+        paths=parsed.paths, relevance=parsed.relevance, meta=keys, source=parsed.source,
+        context=parsed.context, date=parsed.date)
     return memory.replace(
         id=parsed.id, updated=parsed.updated, reinforced=parsed.reinforced,
         status=parsed.status, superseded_by=parsed.superseded_by, meta=dict(parsed.meta))

@@ -65,7 +65,7 @@ def cmd_store(md: Memdir, args: argparse.Namespace) -> None:
     memory = md.store(_stdin_or(args.content), type=args.type, scope=args.scope, name=args.name,
                       description=args.description, tags=_csv(args.tags) or (),
                       paths=_csv(args.paths) or (), relevance=args.relevance,
-                      meta=_meta(args.meta))
+                      meta=_meta(args.meta), context=args.context, date=args.date)
     action = "reinforced" if memory.reinforced else "stored"
     text = (f"reinforced existing memory {memory.id} (reinforced {memory.reinforced}x): "
             f"{memory.path}" if memory.reinforced else f"stored {memory.id}: {memory.path}")

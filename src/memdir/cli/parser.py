@@ -141,6 +141,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--type", required=True, help="memory type (see `memdir types`)")
     p.add_argument("--scope", default="project", choices=("user", "project", "team"))
     _fields(p)
+    p.add_argument("--context", metavar="TEXT",
+                   help="search context: text that helps find the memory but is never shown "
+                        "or injected, e.g. the message before it ('Kevin: are you going to "
+                        "the concert?'); one line, at most 1,000 characters")
+    p.add_argument("--date", metavar="YYYY-MM-DD",
+                   help="the day the memory is about, when not today (searchable as words: "
+                        "month, year, weekday)")
 
     p = add("search", "full-text search (BM25 ranked, strength-weighted)")
     p.add_argument("query")

@@ -73,7 +73,7 @@ def memories_table(memories: Sequence[Memory]) -> str:
 
 
 def hits_table(hits: Sequence[Hit]) -> str:
-    rows = [(f"{h.score:.3g}", h.memory.id, h.memory.type, h.memory.scope,
+    rows = [(f"{h.score:.3f}", h.memory.id, h.memory.type, h.memory.scope,
              f"{h.memory.name} — {h.memory.description}"
              if h.memory.description != h.memory.name else h.memory.name)
             for h in hits]

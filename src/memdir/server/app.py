@@ -124,7 +124,8 @@ def _api(pool: StorePool) -> APIRouter:
         db = pool.get()
         memory = db.store(body.content, type=body.type, scope=body.scope, name=body.name,
                           description=body.description, tags=body.tags, paths=body.paths,
-                          relevance=body.relevance, meta=body.meta)
+                          relevance=body.relevance, meta=body.meta, context=body.context,
+                          date=body.date)
         return JSONResponse({"memory": _memory(memory), "conflicts": _conflicts(db, memory)},
                             status_code=201)
 

@@ -59,6 +59,9 @@ class StoreBody(_Body):
                              description="globs of files this memory matters for")
     relevance: Relevance | None = Field(None, description=_RELEVANCE)
     meta: dict[str, Any] | None = Field(None, description="extra frontmatter keys")
+    context: str | None = Field(None, description="search context: helps find the memory, "
+                                                  "never shown (e.g. the message before it)")
+    date: str | None = Field(None, description="the day the memory is about (YYYY-MM-DD)")
 
 
 class PatchBody(_Body):
@@ -129,6 +132,8 @@ class MemoryDict(BaseModel):
     status: str
     superseded_by: str | None
     meta: dict[str, Any]
+    date: str | None = None
+    context: str = ""
     content: str
     file: str | None
     access_count: int
