@@ -17,7 +17,10 @@ before the first query, as after ``memdir reindex --embeddings``). ``sqlite`` is
 reference point outside memdir: plain SQLite FTS5 BM25 over the raw units, the query an OR of
 all its tokens. Variant rows try cheap changes (``--variants``): a fuller stop-word list,
 REALTALK turns indexed with their neighbours, pseudo-relevance-feedback query expansion,
-MADial query contexts. Every row sees the same queries; nothing reads answers or test turns.
+MADial query contexts, and issue 20's signals by name (``ALIASES``): ``context`` (the turn
+before as memdir search context), ``dates`` (the day as the memory's date), ``query words``,
+``embed context``; ``--variant-retriever bm25,hybrid`` gives each variant a row per retriever.
+Every row sees the same queries; nothing reads answers or test turns.
 Searches pass ``touch=False`` so one query's hits do not reinforce memories for the next. The
 Δ columns: mean per-query difference from the ``bm25`` row on the issue's target metric, ± a
 95% interval.
@@ -31,6 +34,8 @@ Usage::
     python bench/quality.py                                   # everything, default variants
     python bench/quality.py --retrievers bm25,hybrid --variants none --json out.json
     python bench/quality.py --datasets madial --variants context=last3,expand=5
+    python bench/quality.py --retrievers sqlite,bm25,hybrid --variant-retriever bm25,hybrid \
+        --variants "context,dates,context+dates,query words,embed context"
 """
 
 from __future__ import annotations
@@ -142,6 +147,36 @@ class Row:
     options: Options
 
 
+class CachedEmbedder:
+    """memdir's embedder with every text's vector kept for the run: the stores of the variant
+    rows embed the same turns (and queries) again, and MiniLM is most of a hybrid row's time."""
+
+    def __init__(self, real: Any) -> None:
+        self.real, self.name, self.dim = real, real.name, real.dim
+        self.vectors: dict[str, Any] = {}
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        import numpy as np
+
+        missing = list(dict.fromkeys(t for t in texts if t not in self.vectors))
+        if missing:
+            self.vectors.update(zip(missing, self.real.embed(missing), strict=True))
+        return np.stack([self.vectors[t] for t in texts]) if texts else self.real.embed([])
+
+
+_EMBEDDER: list[CachedEmbedder] = []
+
+
+def cached_embedder(md: Memdir) -> None:
+    """Give ``md`` the run's caching embedder (made from its own on first use)."""
+    if not _EMBEDDER:
+        real = md.embedder
+        if real is None:
+            return
+        _EMBEDDER.append(CachedEmbedder(real))
+    md._embedder = _EMBEDDER[0]
+
+
 @contextmanager
 def embedded_context(on: bool, contexts: dict[str, str]) -> Iterator[None]:
     """With ``on``, memdir's embedded text of a memory whose body is a key of ``contexts``
@@ -215,6 +250,7 @@ def open_index(retriever: str, units: list[Unit], texts: list[str],
                 contexts.setdefault(memory.body, memory.context)
             counts["units merged as exact duplicates"] += len(units) - len(aliases)
             if md.semantic:
+                cached_embedder(md)
                 # Every vector before the first query (``memdir reindex --embeddings``): a
                 # search embeds one batch of missing vectors at most, so otherwise the first
                 # questions of a conversation would be asked of a half-embedded store.

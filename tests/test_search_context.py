@@ -302,3 +302,20 @@ def test_export_and_import_keep_context_and_date(md: Memdir, tmp_path: Path,
         got = other.get(memory.id)
         assert got.context == CONTEXT and got.date == date(2024, 1, 12)
         assert ids(other.search("zeppelin", mode="fts")) == [memory.id]
+
+
+def test_the_http_api_stores_context_and_never_returns_it_in_hits(home: Path,
+                                                                  repo: Path) -> None:
+    from server_support import running_server, store_memory
+
+    with running_server(home, repo) as server, server.client() as api:
+        stored = store_memory(api, BODY, "fact", context=CONTEXT, date="2024-01-12")
+        assert stored["context"] == CONTEXT and stored["date"] == "2024-01-12"
+        found = api.get("/api/memory/search", params={"q": "zeppelin"}).json()
+        assert [h["memory"]["id"] for h in found["hits"]] == [stored["id"]]
+        assert "zeppelin" not in json.dumps(found["hits"])
+        context = api.get("/api/memory/context", params={"query": "zeppelin tickets"}).json()
+        assert "zeppelin" not in json.dumps(context)
+        refused = api.post("/api/memory/store", json={"content": "x", "type": "fact",
+                                                      "context": f"token {SECRET}"})
+        assert refused.status_code == 422 and SECRET not in refused.text

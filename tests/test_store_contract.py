@@ -459,6 +459,8 @@ def test_both_stores_put_the_same_memories_on_top(home: Path, repo: Path,
             assert pg_top == sqlite_top, query
             compared += len(pg_top)
         assert compared >= 2 * len(QUERIES)
+
+
 def test_search_context_is_searched_never_shown(store: Any) -> None:
     context = "Kevin: are you going to the zeppelin concert?"
     stored = store.store("Yes, I bought tickets for both of us", type="fact", context=context)
