@@ -221,8 +221,11 @@ class Setting:
     context: float = BM25_WEIGHTS[5]  # BM25 column weights of the search context, the dates
     dates: float = BM25_WEIGHTS[6]
     words_only: bool = False
+    zscore: bool = False  # the z-score fusion the scale replaced (memdir before d3bc255)
 
     def label(self) -> str:
+        if self.zscore:
+            return "z-score fusion (before the scale)"
         plain = Setting(words_only=self.words_only)
         changed = [f"{f.name}={getattr(self, f.name)}" for f in fields(self)
                    if f.name != "words_only" and getattr(self, f.name) != getattr(plain, f.name)]
@@ -289,6 +292,13 @@ class Replay:
             near = [str(r) for r in q["nearest"] if q["cosine"][str(r)] >= s.floor]
             cands = dict.fromkeys([*by_words[:max(s.lexical_pool, K)],
                                    *near[:s.semantic_pool]])
+            if s.zscore:
+                pool = set(by_words[:s.lexical_pool])
+                keys = _zfuse([store["units"][r] for r in cands],
+                              {store["units"][r]: bm25[r] for r in cands if r in pool},
+                              {store["units"][r]: q["cosine"][r] for r in cands})[:K]
+                found = [u for key in keys for u in store["aliases"][key]]
+                return list(dict.fromkeys(found))
             span = s.full - s.floor
             matched = {}
             for r in cands:
@@ -308,6 +318,27 @@ class Replay:
             rel = set(q["relevant"])
             out.append(len(rel.intersection(self.ranked(n, s)[:k])) / len(rel))
         return out
+
+
+def _zscores(values: list[float], min_spread: float) -> list[float]:
+    mean = math.fsum(values) / len(values)
+    sd = max(math.sqrt(math.fsum((v - mean) ** 2 for v in values) / len(values)), min_spread)
+    if sd <= 1e-12 * max(1.0, abs(mean)):
+        return [0.0] * len(values)
+    return [(v - mean) / sd for v in values]
+
+
+def _zfuse(keys: list[str], lexical: dict[str, float], semantic: dict[str, float]) -> list[str]:
+    """The z-score fusion memdir shipped before the score scale: 0.4 × z(BM25 of the BM25
+    pool, 0 elsewhere) + 0.6 × z(cosine) over the candidates (spreads floored at 10% of the
+    best BM25 and 0.05), ties by unit id."""
+    if not keys:
+        return []
+    bm25 = [lexical.get(k, 0.0) for k in keys]
+    words = _zscores(bm25, 0.1 * max(abs(v) for v in bm25))
+    meaning = _zscores([semantic[k] for k in keys], 0.05)
+    mixed = {k: 0.4 * w + 0.6 * m for k, w, m in zip(keys, words, meaning, strict=True)}
+    return sorted(mixed, key=lambda k: (-mixed[k], k))
 
 
 def floored(evidence: float) -> float:
@@ -405,12 +436,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     with gzip.open(args.cache, "rt", encoding="utf-8") as fh:
         replay = Replay(json.load(fh))
     print(f"BM25 replay vs FTS5: largest difference {replay.check():.2e}", file=sys.stderr)
-    rows = [Setting(), Setting(words_only=True)]
+    rows = [Setting(), Setting(words_only=True), Setting(zscore=True)]
     for spec in args.setting:
         changes: dict[str, Any] = {}
         for part in spec.split(","):
             name, _, value = part.partition("=")
-            changes[name] = (value == "1") if name == "words_only" else (
+            changes[name] = (value == "1") if name in ("words_only", "zscore") else (
                 int(value) if "pool" in name else float(value))
         rows.append(Setting(**changes))
     if args.search:
