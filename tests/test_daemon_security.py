@@ -84,10 +84,11 @@ def tmpdir_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 @pytest.fixture
 def sock(home: Path, repo: Path, tmpdir_env: Path) -> Path:
     """The socket path a hook for this home asks (the home made first: its inode names it)."""
-    with Memdir(home=home, project=repo) as md:
+    with Memdir(home=home, project=repo, semantic=True) as md:
         md.store(DEPLOY, type="decision")
         md.store("The chocolate cake recipe uses dark cocoa", type="fact")
         md.store("PostgreSQL index tuning: partial indexes on status", type="pitfall")
+        md.embed_memories()  # searches never embed: as `memdir reindex --embeddings` would
     path = socket_path(home)
     assert path.parent == tmpdir_env / f"memdir-{os.getuid()}"
     return path
@@ -223,7 +224,8 @@ def test_a_private_directory_still_serves_and_fixing_as_hinted_brings_the_daemon
                               umask=0)
     try:
         deadline = time.monotonic() + 60
-        while ask(home, {"op": "ping"}) is None:
+        # Up, with its model loaded (in the background: it recalls with FTS until then).
+        while (ask(home, {"op": "ping"}) or {}).get("model") is not True:
             assert time.monotonic() < deadline and daemon.poll() is None, "no daemon"
             time.sleep(0.1)
         st = os.lstat(sock.parent)

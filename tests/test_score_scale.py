@@ -227,3 +227,12 @@ def test_http_search_scores_are_on_the_scale(home: Path, repo: Path, semantic: s
         assert any(h["memory"]["name"].startswith("Integration tests") and h["score"] > 0.1
                    for h in found)
         assert api.get("/api/memory/search", params={"q": NOTHING}).json()["hits"] == []
+
+
+def test_idf_survives_counts_taken_across_a_concurrent_write() -> None:
+    # The row count and a word's count are two statements: a write between them can make
+    # the word's count the larger. That is a word in every row, not a math domain error.
+    from memdir.scale import IDF_FLOOR, idf
+
+    assert idf(3, 5) == idf(3, 3) == IDF_FLOOR
+    assert idf(10, -1) == idf(10, 0) > 0

@@ -319,3 +319,23 @@ def test_the_http_api_stores_context_and_never_returns_it_in_hits(home: Path,
         refused = api.post("/api/memory/store", json={"content": "x", "type": "fact",
                                                       "context": f"token {SECRET}"})
         assert refused.status_code == 422 and SECRET not in refused.text
+
+
+def test_recall_never_brings_a_memory_back_for_its_day_alone(home: Path, repo: Path) -> None:
+    friday = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)  # a Friday
+    with Memdir(home=home, project=repo, clock=lambda: friday, sync_interval=0,
+                semantic=False) as md:
+        dated = md.store("The office coffee machine is broken", type="fact")
+        shipping = md.store("Releases ship through the staging cluster first", type="decision")
+    later = datetime(2026, 11, 24, 9, 0, tzinfo=UTC)
+    with Memdir(home=home, project=repo, clock=lambda: later, sync_interval=0,
+                semantic=False) as md:
+        # A person's search for the day finds what was written that day...
+        assert dated.id in ids(md.search("Friday", touch=False))
+        # ...but with dates=False (what recall and extraction ask) the day alone is no
+        # evidence, while a word of the memory's own still is.
+        assert ids(md.search("Friday", touch=False, dates=False)) == []
+        assert ids(md.search("ship it on Friday", touch=False, dates=False)) == [shipping.id]
+        recalled = md.recall("let's ship it on Friday", "session-1")
+        assert [m.id for m in recalled.memories] == [shipping.id]
+        assert md.recall("see you on Friday", "session-2").memories == []

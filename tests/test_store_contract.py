@@ -496,3 +496,10 @@ def test_days_are_searched_as_words(store: Any) -> None:
     assert [h.memory.id for h in store.search("Friday")] == [said.id]
     assert {h.memory.id for h in store.search("January 2026")} == {created.id, said.id}
     assert "March" not in str([h.to_dict() for h in store.search("March")])
+
+
+def test_a_day_alone_is_no_evidence_for_recall(store: Any) -> None:
+    said = store.store("The concert is sold out", type="fact", date="2024-03-08")  # a Friday
+    assert [h.memory.id for h in store.search("Friday")] == [said.id]
+    assert store.search("Friday", dates=False) == []
+    assert [h.memory.id for h in store.search("concert on Friday", dates=False)] == [said.id]

@@ -6,8 +6,13 @@ daemon recalls with FTS in its own process and starts one for next time (when th
 extra is installed and ``MEMDIR_DAEMON`` is not ``0``). The daemon exits after
 ``IDLE_SECONDS`` without a request.
 
+The model loads in the background at start-up (requests answered meanwhile recall with FTS
+alone), and the background worker (:mod:`memdir.vector_worker`) embeds the memories that
+lack a vector: woken by each request's search, and every ``IDLE_CHECK`` seconds while nobody
+asks (files stored by hooks in other processes), yielding to requests.
+
 Protocol: one JSON object per line each way.
-``{"op": "ping"}`` -> ``{"ok": true, "pid": ...}``;
+``{"op": "ping"}`` -> ``{"ok": true, "pid": ..., "model": true once the model is loaded}``;
 ``{"op": "candidates", "project": PATH, "prompt": TEXT, "session_id": ID, "limit": N}`` ->
 ``{"ok": true, "method": ..., "limit": N, "session_bytes": N, "skipped": null or why,
 "candidates": [[dir, id], ...]}``, best first; errors -> ``{"ok": false, "error": message,
@@ -48,7 +53,7 @@ if TYPE_CHECKING:
 __all__ = ["IDLE_SECONDS", "ask", "serve", "socket_path", "start_daemon"]
 
 IDLE_SECONDS = 900.0
-IDLE_BATCH = 16  # vectors embedded per step while nobody asks (a few hundred ms at most)
+IDLE_CHECK = 2.0  # seconds between looks for memories without a vector while nobody asks
 _MAX_REQUEST = 1 << 20
 
 
@@ -218,7 +223,9 @@ def _handle(request: Any, home: Path, stores: dict[str, Memdir]) -> dict[str, An
         return {"ok": False, "error": f"this daemon serves {home}, not {request['home']}",
                 "hint": "it exits when idle; recall runs in the hook meanwhile"}
     if request.get("op") == "ping":
-        return {"ok": True, "pid": os.getpid()}
+        from memdir.vector_worker import model
+
+        return {"ok": True, "pid": os.getpid(), "model": model(wait=False) is not None}
     if request.get("op") != "candidates":
         return {"ok": False, "error": f"unknown op {request.get('op')!r}",
                 "hint": "use ping or candidates"}
@@ -248,18 +255,15 @@ def _same_dir(a: str, b: Path) -> bool:
         return False
 
 
-def _fill_some(md: Memdir) -> bool:
-    """Embed a few of a store's missing vectors; True if there may be more. Small steps: a
-    hook's request waits for at most one of them."""
-    from memdir.semantic import fill_vectors
-
-    embedder = md.embedder
-    if embedder is None:
-        return False
+def _look(md: Memdir) -> None:
+    """Wake the worker for a store whose index changed (memories stored by hooks, which do
+    not embed): the worker fills in the background. Never raises: the daemon stays up."""
     try:
-        return fill_vectors(md.index, md._dirs(), embedder, most=IDLE_BATCH) >= IDLE_BATCH
-    except Exception:  # a locked index now is a batch later
-        return False
+        md._vectors_after_search()
+    except Exception as exc:  # a locked or vanished index: the next look, or a request
+        from memdir.errors import note
+
+        note("memdir daemon: vectors not looked at: %s", exc)
 
 
 def _bind(path: Path) -> socket.socket | None:
@@ -294,7 +298,7 @@ def serve(home: Path, idle: float = IDLE_SECONDS) -> int:
     import signal
     import threading
 
-    from memdir.embed import load_embedder
+    from memdir.vector_worker import start_loading
 
     home.mkdir(parents=True, exist_ok=True)  # its inode names the socket
     path = socket_path(home)
@@ -306,21 +310,19 @@ def serve(home: Path, idle: float = IDLE_SECONDS) -> int:
     if threading.current_thread() is threading.main_thread():
         # A polite stop (SIGTERM) still removes the socket: leave through the finally below.
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    load_embedder()  # warm the model before the first request
+    start_loading()  # in the background: the first requests recall with FTS meanwhile
     stores: dict[str, Memdir] = {}
-    behind = True  # vectors may be missing: filled a batch at a time while nobody asks
     last = time.monotonic()
     try:
         while time.monotonic() - last < idle:
             wait = max(0.05, idle - (time.monotonic() - last))
-            server.settimeout(min(wait, 0.5) if behind else wait)
+            server.settimeout(min(wait, IDLE_CHECK) if stores else wait)
             try:
                 conn, _ = server.accept()
             except TimeoutError:
-                if behind:
-                    behind = any(_fill_some(md) for md in stores.values())
+                for md in stores.values():
+                    _look(md)
                 continue
-            behind = True
             last = time.monotonic()
             with conn:
                 try:

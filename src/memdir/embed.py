@@ -50,6 +50,7 @@ __all__ = [
     "cosine_scores",
     "cosine_top_k",
     "from_blob",
+    "grown",
     "load_embedder",
     "model_files",
     "stack_blobs",
@@ -140,6 +141,11 @@ class MiniLM:
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
+        # No spinning: idle pool threads sleep instead of polling for work. A query embedded
+        # while the background worker (memdir.vector_worker) embeds a batch, or on a busy
+        # machine, then shares the cores with working threads only: on 2 loaded cores,
+        # query p50 14 -> 7 ms and half the CPU time, batches no slower.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         session = ort.InferenceSession(str(model), sess_options=options,
                                        providers=["CPUExecutionProvider"])
         names = frozenset(i.name for i in session.get_inputs())
@@ -222,6 +228,16 @@ def stack_blobs(blobs: Sequence[bytes], dim: int) -> NDArray[np.float32]:
     if any(len(blob) != 4 * dim for blob in blobs):
         raise ValueError(f"every blob must hold {dim} float32 values")
     return np.frombuffer(b"".join(blobs), dtype="<f4").astype(np.float32).reshape(len(blobs), dim)
+
+
+def grown(matrix: NDArray[np.float32], rows: int) -> NDArray[np.float32]:
+    """A copy of ``matrix`` with room for ``rows`` rows (at least its own): its rows first, the
+    rest uninitialised (memdir.vector_index appends there)."""
+    import numpy as np
+
+    out = np.empty((max(rows, matrix.shape[0]), matrix.shape[1]), dtype=np.float32)
+    out[:matrix.shape[0]] = matrix
+    return out
 
 
 def cosine_scores(query_vec: ArrayLike, matrix: ArrayLike) -> NDArray[np.float32]:

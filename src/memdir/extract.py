@@ -265,7 +265,7 @@ def _by_rules(messages: Sequence[Message], taxonomy: Taxonomy,
 def near_duplicates(md: Memdir, text: str, *, scope: Scope, exclude: str = "",
                     threshold: float = 0.5) -> list[Memory]:
     """Active memories of a scope whose words overlap ``text``'s by ``threshold`` or more."""
-    hits = md.search(text, limit=10, scopes=[scope], touch=False)
+    hits = md.search(text, limit=10, scopes=[scope], touch=False, dates=False)
     return [h.memory for h in hits
             if h.memory.id != exclude and similarity(text, h.memory.body) >= threshold]
 

@@ -118,7 +118,7 @@ class Injection:
         md = self._injection_md()
         prompt, session_id = scrub(prompt), scrub(session_id)
         md._sync()
-        search = (lambda text, n: md.search(text, limit=n, touch=False)) \
+        search = (lambda text, n: md.search(text, limit=n, touch=False, dates=False)) \
             if md.semantic else None
         return select(md.index, md._dirs(), prompt, session_id, at=md._clock(),
                       limit=limit, llm=md.llm if use_llm else None, paths=paths,

@@ -87,9 +87,13 @@ def build_server(home: str | Path | None = None, project: str | Path | None = No
 
 
 def main(home: str | None = None, project: str | None = None) -> None:
-    """Serve over stdio until the client closes stdin (``memdir mcp``)."""
+    """Serve over stdio until the client closes stdin (``memdir mcp``). The embedding model
+    loads in the background meanwhile: recall answers with FTS alone until it is ready, and
+    the memories that lack a vector are embedded in the background."""
     try:
-        server = build_server(home, project)
+        memdir = Memdir(home, project)
+        server = build_server(md=memdir)
+        memdir.warm_vectors()
     except MemdirError as exc:
         print(f"memdir mcp: error: {exc.message}\nhint: {exc.hint}", file=sys.stderr)
         raise SystemExit(exc.exit_code) from None

@@ -108,6 +108,8 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
             changed = sync(self.index, self._dirs())
         else:
             changed = st.reconcile(self.index, self._dirs())
+            if changed:  # files written elsewhere (an editor, git, the team mirror)
+                self._vectors_after_write()
         self._last_sync = time.monotonic()
         return changed
 
@@ -203,6 +205,7 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
                 rename: bool = False) -> Memory:
         found = self._find(ref)
         changed = self._change(found, change, rename)  # the team server first, if any
+        self._vectors_after_write()  # an edited text needs its vector again
         self._sweep_temps(always=False)  # temp files of killed writers (memdir.temp_files)
         return changed
 
@@ -263,6 +266,7 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
         """Delete the memory's file and its index rows. Prefer archive: it can be undone."""
         memory = self._find(ref)
         self._remove(memory)
+        self._vectors_after_write()  # its vector goes too
         return memory
 
     # -- reading -----------------------------------------------------------------------------
@@ -271,11 +275,13 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
                scopes: Sequence[Scope] | None = None, tags: Sequence[str] | None = None,
                include_archived: bool = False, paths: Sequence[str] | None = None,
                touch: bool = True, sources: Sequence[str] = ("memories",),
-               mode: str = "auto") -> list[Hit]:
-        """Search ranked by match × a bounded strength factor. ``mode``: "fts" (BM25),
+               mode: str = "auto", dates: bool = True) -> list[Hit]:
+        """Search ranked by score (:mod:`memdir.scale`). ``mode``: "fts" (BM25),
         "hybrid" (BM25 and embeddings fused; FTS alone when the extra is missing) or "auto"
         (hybrid when semantic search is on). With "sessions" in ``sources``, indexed session
-        chunks too (``hit.session`` says where from)."""
+        chunks too (``hit.session`` says where from). ``dates=False``: a memory's days as
+        words are no evidence on their own (what recall asks: a prompt saying "Friday" is not
+        about the memories written on a Friday)."""
         limit = checked_limit(limit)
         query, tags = scrub(query), scrub_all(tags)
         unknown = set(sources) - {"memories", "sessions"}
@@ -286,26 +292,31 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
         dirs = self._dirs(scopes)
         if mode not in ("auto", "fts", "hybrid"):
             raise InvalidMemoryError(f"unknown search mode {mode!r}", "use auto, fts or hybrid")
-        embedder = self.embedder if mode != "fts" else None
+        # Never waits for the model in a process that loads it in the background: FTS alone
+        # until it is ready (memdir.vectors).
+        embedder = self._search_embedder() if mode != "fts" else None
         kinds = self._types(types, dirs)
         if "memories" not in sources:
             hits: list[Hit] = []
         elif embedder is not None:
             from memdir.semantic import hybrid_search
+            from memdir.vector_worker import searching
 
-            hits = hybrid_search(self.index, dirs, embedder, query, types=kinds, tags=tags,
-                                 include_archived=include_archived, paths=paths, limit=limit,
-                                 at=self._clock())
+            with searching():  # the worker starts no batch meanwhile
+                hits = hybrid_search(self.index, dirs, embedder, query, types=kinds, tags=tags,
+                                     include_archived=include_archived, paths=paths,
+                                     limit=limit, at=self._clock(), dates=dates)
+            self._vectors_after_search()  # vectors missing or stale: the worker fills them
         else:
             hits = run_search(self.index.conn, query, dirs, types=kinds, tags=tags,
                               include_archived=include_archived, paths=paths, limit=limit,
-                              at=self._clock())
+                              at=self._clock(), dates=dates)
         if "sessions" in sources:
             from memdir.sessions import search_sessions
 
             project = [d.key for d in dirs if d.scope == "project"]
             hits = sorted([*hits, *search_sessions(self.index.conn, query, project,
-                                                   limit=limit)],
+                                                   limit=limit, dates=dates)],
                           key=lambda h: -h.score)[:limit]
         if touch:
             self.index.touch(h.memory for h in hits)

@@ -315,11 +315,13 @@ class PostgresStore:
 
     def search(self, query: str, *, limit: int = 10, types: Sequence[str] | None = None,
                scopes: Sequence[Scope] | None = None, tags: Sequence[str] | None = None,
-               include_archived: bool = False, touch: bool = True) -> builtins.list[Hit]:
-        """Full-text search (stemmed, any input safe), ranked by match × strength; with
-        vectors on, fused with the nearest by meaning (:mod:`memdir.postgres_search`)."""
+               include_archived: bool = False, touch: bool = True,
+               dates: bool = True) -> builtins.list[Hit]:
+        """Full-text search (stemmed, any input safe), ranked by score; with vectors on,
+        fused with the nearest by meaning (:mod:`memdir.postgres_search`). ``dates=False``:
+        a memory's days as words are no evidence on their own (recall)."""
         hits = search(self, query, limit=limit, types=types, scopes=scopes, tags=tags,
-                      include_archived=include_archived)
+                      include_archived=include_archived, dates=dates)
         if touch:
             self.touch(h.memory for h in hits)
         return hits

@@ -20,7 +20,10 @@ table's row count N and each form's row count n (rows whose ``search`` holds the
 weighted frequency ``f`` = Σ column weight × hits, where a hit's column is read from its
 tsvector weight and position: A is the name, C the body, B splits at the end of the
 description's positions (description before, tags after), D at the end of the paths'
-(paths before, search context and date words after, which share one weight).
+(paths before, search context and date words after, which share one weight), and the
+date words from the context at the end of the context's positions. As in the SQLite index
+(:data:`memdir.search.OWN_COLUMNS`), with ``dates=False`` (recall) a memory that matches only
+in its date words has no evidence.
 
 Approximated: the stemmer (PostgreSQL's Snowball English, FTS5's Porter) and the tokens
 (PostgreSQL keeps a path as one word, splits "well-known" into three); the row's length
@@ -73,7 +76,9 @@ _MAX_POSITION = "(SELECT coalesce(max(p), 0) FROM unnest(to_tsvector('english', 
 _CANDIDATES = f"""
 SELECT m.id, s.length, s.name_end, s.body_end, h.hits,
     CASE WHEN h.b THEN {_MAX_POSITION.format("m.description")} END AS description_end,
-    CASE WHEN h.d THEN {_MAX_POSITION.format("array_to_string(m.paths, ' ')")} END AS paths_end
+    CASE WHEN h.d THEN {_MAX_POSITION.format("array_to_string(m.paths, ' ')")} END AS paths_end,
+    CASE WHEN h.d THEN {_MAX_POSITION.format("array_to_string(m.paths, ' ') || ' ' || m.context")}
+        END AS context_end
 FROM memories m,
 LATERAL (SELECT coalesce(max(x.p), 0) AS length,
                 coalesce(max(x.p) FILTER (WHERE x.w = 'A'), 0) AS name_end,
@@ -136,32 +141,38 @@ def _average_length(conn: Conn, schema: str, rows: int) -> float:
     return avgdl
 
 
-def _column_weight(letter: str, position: int, row: dict[str, Any]) -> float:
-    """The FTS5 weight of the column a tsvector entry (weight letter, position) comes from."""
+def _column(letter: str, position: int, row: dict[str, Any]) -> str:
+    """The FTS5 column a tsvector entry (weight letter, position) comes from."""
     if letter == "A":
-        return WEIGHTS["name"]
+        return "name"
     if letter == "C":
-        return WEIGHTS["body"]
+        return "body"
     if letter == "B":
         inside = position <= row["name_end"] + (row["description_end"] or 0)
-        return WEIGHTS["description"] if inside else WEIGHTS["tags"]
-    inside = position <= row["body_end"] + (row["paths_end"] or 0)
-    return WEIGHTS["paths"] if inside else WEIGHTS["context"]  # dates weigh as context
+        return "description" if inside else "tags"
+    if position <= row["body_end"] + (row["paths_end"] or 0):
+        return "paths"
+    return "context" if position <= row["body_end"] + (row["context_end"] or 0) else "dates"
 
 
-def _frequency(phrase: Phrase, entries: dict[str, dict[int, str]], row: dict[str, Any]) -> float:
-    """Σ column weight × hits of ``phrase`` (each hit counted in its first token's column)."""
+def _frequency(phrase: Phrase, entries: dict[str, dict[int, str]],
+               row: dict[str, Any]) -> tuple[float, bool]:
+    """Σ column weight × hits of ``phrase`` (each hit counted in its first token's column),
+    and whether a hit is in the memory's own words or context, not only in its dates."""
     (_, first), rest = phrase[0], phrase[1:]
-    total = 0.0
+    total, own = 0.0, False
     for position, letter in entries.get(first, {}).items():
         if all(position + offset in entries.get(lexeme, {}) for offset, lexeme in rest):
-            total += _column_weight(letter, position, row)
-    return total
+            column = _column(letter, position, row)
+            total += WEIGHTS[column]
+            own = own or column != "dates"
+    return total, own
 
 
-def word_evidence(conn: Conn, query: str, ids: Sequence[str]) -> dict[str, float]:
+def word_evidence(conn: Conn, query: str, ids: Sequence[str], *,
+                  dates: bool = True) -> dict[str, float]:
     """The lexical evidence of each memory of ``ids`` for ``query`` (0 when it holds none
-    of the query's words)."""
+    of the query's words, or with ``dates=False`` when it holds them only in its dates)."""
     terms = query_terms(query)
     wanted = list(dict.fromkeys(ids))
     out = dict.fromkeys(wanted, 0.0)
@@ -183,7 +194,9 @@ def word_evidence(conn: Conn, query: str, ids: Sequence[str]) -> dict[str, float
     for row in conn.execute(_CANDIDATES, [lexemes, wanted]).fetchall():
         entries = {lexeme: dict(zip(positions, letters, strict=True))
                    for lexeme, positions, letters in row["hits"]}
-        frequencies = [_frequency(phrase, entries, row) for phrase in phrases]
-        score = bm25(frequencies, list(phrases.values()), float(row["length"]), avgdl)
+        found = [_frequency(phrase, entries, row) for phrase in phrases]
+        if not dates and not any(own for _, own in found):  # only its dates matched
+            continue
+        score = bm25([f for f, _ in found], list(phrases.values()), float(row["length"]), avgdl)
         out[row["id"]] = lexical_evidence(score, ideal)
     return out

@@ -109,7 +109,7 @@ def recall(store: PostgresStore, prompt: str, session_id: str, *, limit: int) ->
     used = int(row["bytes"]) if row else 0
     if used >= MAX_SESSION_BYTES:
         return Recall(session_id, session_bytes=used, skipped="session recall budget spent")
-    hits = store.search(prompt, limit=limit + len(surfaced) + 20, touch=False)
+    hits = store.search(prompt, limit=limit + len(surfaced) + 20, touch=False, dates=False)
     # Spares: another process of this session may claim some of these first.
     fresh = [h.memory for h in hits if h.memory.id not in surfaced][:limit + SPARES]
     if not fresh:

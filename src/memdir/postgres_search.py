@@ -79,7 +79,7 @@ def where_clause(taxonomy: Taxonomy, types: Sequence[str] | None,
 
 def search(store: PostgresStore, query: str, *, limit: int, types: Sequence[str] | None,
            scopes: Sequence[Scope] | None, tags: Sequence[str] | None,
-           include_archived: bool) -> list[Hit]:
+           include_archived: bool, dates: bool = True) -> list[Hit]:
     """The best ``limit`` hits for ``query`` (no access counted: the caller does)."""
     if not isinstance(limit, int) or limit < 1:
         raise InvalidMemoryError(f"limit must be at least 1, not {limit!r}")
@@ -89,9 +89,9 @@ def search(store: PostgresStore, query: str, *, limit: int, types: Sequence[str]
     if not text.strip():
         return []
     if store.embeddings.model is not None:
-        return hybrid(store, text, where, params, limit)
+        return hybrid(store, text, where, params, limit, dates=dates)
     terms = fts_query(text)
-    return fts(store, text, terms, where, params, limit) if terms else []
+    return fts(store, text, terms, where, params, limit, dates=dates) if terms else []
 
 
 def _matches(conn: Conn, terms: str, where: str, params: Sequence[Any],
@@ -106,12 +106,12 @@ def _matches(conn: Conn, terms: str, where: str, params: Sequence[Any],
 
 
 def fts(store: PostgresStore, query: str, terms: str, where: str, params: Sequence[Any],
-        limit: int) -> list[Hit]:
+        limit: int, *, dates: bool = True) -> list[Hit]:
     """The best ``limit`` memories matching ``terms`` (the tsquery of ``query``) and the
     filters, by score: their word evidence (:mod:`memdir.postgres_evidence`) and strength."""
     with store.connections.db() as conn:
         matches = _matches(conn, terms, where, params, max(limit * 4, 40))
-        evidence = word_evidence(conn, query, [m.id for m, _ in matches])
+        evidence = word_evidence(conn, query, [m.id for m, _ in matches], dates=dates)
     at = store.clock()
     hits = []
     for memory, _ in matches:
@@ -124,7 +124,7 @@ def fts(store: PostgresStore, query: str, terms: str, where: str, params: Sequen
 
 
 def hybrid(store: PostgresStore, query: str, where: str, params: Sequence[Any],
-           limit: int) -> list[Hit]:
+           limit: int, *, dates: bool = True) -> list[Hit]:
     """The tsvector matches and the nearest vectors, scored by their fused word and meaning
     evidence and strength, best first (see the module docstring)."""
     embeddings = store.embeddings
@@ -141,7 +141,7 @@ def hybrid(store: PostgresStore, query: str, where: str, params: Sequence[Any],
             memories.setdefault(memory.id, memory)
         known = {m.id: cosine for m, cosine in near}
         cosines = {**meaning.cosines([key for key in memories if key not in known]), **known}
-        lexical = word_evidence(conn, query, list(memories))
+        lexical = word_evidence(conn, query, list(memories), dates=dates)
     at = store.clock()
     power = {key: strength(m, store.taxonomy, at) for key, m in memories.items()}
     fused = fuse_scores(list(memories), lexical, cosines, power,

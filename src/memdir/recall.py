@@ -208,7 +208,7 @@ def _by_search(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], prompt: str,
     wanted = limit + len(surfaced) + 20
     hits = search(prompt, wanted) if search is not None else run_search(
         conn, prompt, dirs, types=[], tags=None, include_archived=False, paths=None,
-        limit=wanted, at=at)
+        limit=wanted, at=at, dates=False)
     if paths:  # memories about the files at hand first
         from memdir.ranking import PATH_BOOST
         from memdir.search import glob_matches
@@ -225,7 +225,7 @@ def _manifest(index: Index, dirs: Sequence[MemoryDir], prompt: str,
     """Manifest name -> memory: matches for the prompt first, then the most relevant others."""
     chosen: dict[tuple[str, str], Memory] = {}
     for hit in run_search(index.conn, prompt, dirs, types=[], tags=None, include_archived=False,
-                          paths=None, limit=MANIFEST_SIZE // 2, at=at):
+                          paths=None, limit=MANIFEST_SIZE // 2, at=at, dates=False):
         if _where(hit.memory) not in surfaced:
             chosen.setdefault(_where(hit.memory), hit.memory)
     others = index.select(

@@ -5,7 +5,9 @@ error and a hint, settings ignored for trust reasons, a team directory that leav
 repository, MEMORY.md files over their caps, ids used twice, secrets written into files by
 hand, temp files left by a killed writer, consolidation plans a kill interrupted, and
 symlinks, special files and oversized files where memdir reads (which every other
-command skips).
+command skips). Where semantic search is on, both say how many memories still lack a vector
+(doctor as a notice, kind ``vectors-missing``: the background worker or ``memdir reindex
+--embeddings`` fills them; a notice alone does not make ``memdir doctor`` fail).
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ import os
 import sqlite3
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from memdir.errors import PathTraversalError
 from memdir.files import INDEX_FILE, MAX_INDEX_BYTES, MAX_INDEX_LINES, utf8_name
@@ -25,10 +28,23 @@ if TYPE_CHECKING:
     from memdir.memdir import Memdir
     from memdir.store import MemoryDir
 
-__all__ = ["doctor", "stats"]
+__all__ = ["NOTICES", "IndexStats", "doctor", "stats"]
+
+NOTICES = frozenset({"vectors-missing"})  # doctor's kinds that are no fault
 
 
-def stats(md: Memdir, dirs: Sequence[MemoryDir]) -> Stats:
+@dataclass(frozen=True)
+class IndexStats(Stats):
+    """The stats of the Markdown + SQLite store, with how many of its memories have no
+    vector for their current text yet (None when semantic search is off)."""
+
+    missing_vectors: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "missing_vectors": self.missing_vectors}
+
+
+def stats(md: Memdir, dirs: Sequence[MemoryDir]) -> IndexStats:
     conn = md.index.conn
     keys = [d.key for d in dirs]
     marks = ",".join("?" * len(keys)) or "NULL"
@@ -37,7 +53,7 @@ def stats(md: Memdir, dirs: Sequence[MemoryDir]) -> Stats:
         f"LEFT JOIN usage u ON u.dir = m.dir AND u.id = m.id WHERE m.dir IN ({marks})",
         keys).fetchall()
     broken = conn.execute(f"SELECT COUNT(*) FROM broken WHERE dir IN ({marks})", keys).fetchone()
-    return Stats(
+    return IndexStats(
         total=len(rows),
         by_type=dict(Counter(r[0] for r in rows).most_common()),
         by_scope=dict(Counter(r[1] for r in rows).most_common()),
@@ -50,6 +66,7 @@ def stats(md: Memdir, dirs: Sequence[MemoryDir]) -> Stats:
         llm=_llm_usage(md),
         strength=_strength_histogram(md, dirs),
         last_dream=_last_dream(md),
+        missing_vectors=md.missing_vectors(),
     )
 
 
@@ -147,6 +164,13 @@ def doctor(md: Memdir, dirs: Sequence[MemoryDir]) -> list[Problem]:
                                         "delete it; the memory it belonged to was not affected"))
         problems.extend(_unsafe_problems(mdir, listed))
     problems.extend(stale.values())
+    missing = md.missing_vectors()
+    if missing:
+        problems.append(Problem(
+            "vectors-missing", str(md.index.path), f"{missing} memories have no vector for "
+            "their current text yet: search ranks them by words alone",
+            "a long-lived memdir (the MCP server, `memdir serve`, the daemon) embeds them in "
+            "the background; or run `memdir reindex --embeddings`"))
     problems.extend(_interrupted_plans(md))
     problems.extend(_unsafe_home_files(md))
     return problems

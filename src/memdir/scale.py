@@ -75,6 +75,8 @@ IDF_FLOOR = 1e-6  # what FTS5 clamps a non-positive idf to
 
 def idf(rows: int, holding: int) -> float:
     """FTS5's idf of a phrase found in ``holding`` of ``rows`` rows."""
+    # A concurrent write between the two counts can leave more holding rows than rows.
+    holding = min(max(holding, 0), rows)
     value = math.log((rows - holding + 0.5) / (holding + 0.5)) if rows > 0 else 0.0
     return value if value > 0 else IDF_FLOOR
 

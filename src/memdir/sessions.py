@@ -169,9 +169,10 @@ def _as_memory(row: sqlite3.Row) -> Memory:
 
 
 def search_sessions(conn: sqlite3.Connection, query: str, directories: Sequence[str], *,
-                    limit: int) -> list[Hit]:
+                    limit: int, dates: bool = True) -> list[Hit]:
     """Session chunks matching ``query`` (BM25), scored on the memories' scale
-    (:mod:`memdir.scale`: lexical evidence in ``session_fts``, strength 0)."""
+    (:mod:`memdir.scale`: lexical evidence in ``session_fts``, strength 0); with
+    ``dates=False`` a chunk's own words or context must match, not only its day."""
     fts = fts_query(query)
     if fts is None or not directories:
         return []
@@ -180,7 +181,10 @@ def search_sessions(conn: sqlite3.Connection, query: str, directories: Sequence[
         f"SELECT c.*, bm25(session_fts, {weights}) AS rank FROM session_fts "
         "JOIN session_chunks c ON c.rowid = session_fts.rowid "
         f"WHERE session_fts MATCH ? AND c.dir IN ({','.join('?' * len(directories))}) "
-        f"ORDER BY rank LIMIT {int(limit)}", [fts, *directories]).fetchall()
+        + ("" if dates else  # as for memories (memdir.search.OWN_COLUMNS)
+           "AND session_fts.rowid IN (SELECT rowid FROM session_fts WHERE session_fts MATCH ?) ")
+        + f"ORDER BY rank LIMIT {int(limit)}",
+        [fts, *directories, *([] if dates else [f"{{text context}} : ({fts})"])]).fetchall()
     ideal = idf_total(conn, query, "session_fts")
     hits = []
     for row in rows:

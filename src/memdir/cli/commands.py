@@ -174,9 +174,11 @@ def cmd_reindex(md: Memdir, args: argparse.Namespace) -> None:
 
 
 def cmd_doctor(md: Memdir, args: argparse.Namespace) -> int:
+    from memdir.report import NOTICES
+
     found = md.doctor()
     _emit(args, [p.to_dict() for p in found], render.problems(found))
-    return 1 if found else 0
+    return 1 if any(p.kind not in NOTICES for p in found) else 0
 
 
 def cmd_types(md: Memdir, args: argparse.Namespace) -> None:

@@ -140,6 +140,11 @@ def stats_text(stats: Stats) -> str:
     if stats.strength:
         lines.append("strength: " + ", ".join(f"{band} {n}" for band, n in stats.strength.items()))
     lines.append(f"last dream: {stats.last_dream or 'never'}")
+    missing = getattr(stats, "missing_vectors", None)  # the SQLite store's, semantic on
+    if missing is not None:
+        lines.append(f"vectors: {missing} memories without one yet" + (
+            " (embedded in the background by a long-lived memdir, or run `memdir reindex "
+            "--embeddings`)" if missing else ""))
     llm = stats.llm
     if llm:
         budget = llm.get("daily_budget")

@@ -3,7 +3,8 @@
 Invariants:
 - The app runs on any :class:`~memdir.memory_store.MemoryStore` (the Markdown + SQLite
   ``Memdir`` or the team server's ``PostgresStore``): routes call only the protocol, and reach
-  for an optional method (``extract``, ``conflicts``) through ``getattr``.
+  for an optional method (``extract``, ``conflicts``, ``warm_vectors`` at start-up) through
+  ``getattr``.
 - Routes are sync functions: FastAPI runs them in its thread pool, each thread with its own
   store (:mod:`memdir.server.pool`), at most ``threads`` at once.
 - Every answer is a value's ``to_dict()`` (plus the few keys the API adds: ``groups``,
@@ -235,6 +236,23 @@ def _page(app: FastAPI) -> None:
         return FileResponse(STATIC_DIR / "index.html", media_type="text/html")
 
 
+def _warm(store_factory: StoreFactory) -> None:
+    """At start-up: a store that keeps vectors (``Memdir.warm_vectors``) loads the model in
+    the background and starts embedding what lacks a vector; searches use FTS until the
+    model is ready. A failure here is logged: the server starts anyway."""
+    from memdir.errors import MemdirError, warn
+
+    store = store_factory()
+    try:
+        warm = getattr(store, "warm_vectors", None)
+        if warm is not None:
+            warm()
+    except MemdirError as exc:
+        warn("memdir serve: semantic search not warmed: %s (hint: %s)", exc.message, exc.hint)
+    finally:
+        store.close()
+
+
 def create_app(store_factory: StoreFactory, *, token: str, max_body: int = 1 << 20,
                kind: str = "sqlite", log_dir: Path | None = None,
                threads: int = 8) -> FastAPI:
@@ -250,6 +268,7 @@ def create_app(store_factory: StoreFactory, *, token: str, max_body: int = 1 << 
         import anyio.to_thread
 
         anyio.to_thread.current_default_thread_limiter().total_tokens = threads
+        _warm(store_factory)
         try:
             yield
         finally:
