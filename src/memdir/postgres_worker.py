@@ -101,7 +101,12 @@ def fill_batch(conn: Conn, table: VectorTable, embedder: Embedder, most: int = B
         "SELECT id, %s, norm_hash, {value} FROM memories WHERE id = %s AND name = %s "
         "AND description = %s AND body = %s FOR SHARE ON CONFLICT (id) DO UPDATE SET "
         "model = EXCLUDED.model, norm_hash = EXCLUDED.norm_hash, vector = EXCLUDED.vector"
-        "{renumber}").format(table=name, value=table.value, renumber=renumber),
+        # A vector another filler (embed_memories, a second process) wrote meanwhile for this
+        # very text is kept: rewriting it would renumber it and make a reader's cached copy
+        # look stale for one search.
+        "{renumber} WHERE {table}.model IS DISTINCT FROM EXCLUDED.model "
+        "OR {table}.norm_hash IS DISTINCT FROM EXCLUDED.norm_hash").format(
+            table=name, value=table.value, renumber=renumber),
         [(embedder.name, table.encode(v), r["id"], r["name"], r["description"], r["body"])
          for r, v in zip(rows, vectors, strict=True)])
     return len(rows)
