@@ -15,37 +15,10 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 
+from memdir.index_fts import fts_triggers as _fts_triggers
 from memdir.model import format_time, now
 
 __all__ = ["MIGRATIONS", "migrate", "statements"]
-
-
-def _fts_triggers(columns: str) -> str:
-    """memories_fts's three triggers over ``columns`` (as migration 15 made them: rows of a
-    deferred bulk write are listed in fts_pending, see Index.deferred_fts). For migrations
-    that change the FTS5 columns; the SQL each produced is fixed once released."""
-    new = ", ".join(f"new.{c.strip()}" for c in columns.split(","))
-    old = ", ".join(f"old.{c.strip()}" for c in columns.split(","))
-    return f"""
-        CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
-            INSERT INTO memories_fts (rowid, {columns}) SELECT new.rowid, {new}
-            WHERE NOT EXISTS (SELECT 1 FROM fts_deferred);
-            INSERT INTO fts_pending (row)
-            SELECT new.rowid WHERE EXISTS (SELECT 1 FROM fts_deferred);
-        END;
-        CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
-            INSERT INTO memories_fts (memories_fts, rowid, {columns})
-            SELECT 'delete', old.rowid, {old}
-            WHERE NOT EXISTS (SELECT 1 FROM fts_pending WHERE row = old.rowid);
-            DELETE FROM fts_pending WHERE row = old.rowid;
-        END;
-        CREATE TRIGGER memories_au AFTER UPDATE OF {columns} ON memories
-        WHEN NOT EXISTS (SELECT 1 FROM fts_pending WHERE row = old.rowid) BEGIN
-            INSERT INTO memories_fts (memories_fts, rowid, {columns})
-            VALUES ('delete', old.rowid, {old});
-            INSERT INTO memories_fts (rowid, {columns}) VALUES (new.rowid, {new});
-        END;
-        """
 
 
 MIGRATIONS: tuple[tuple[str, str], ...] = (
@@ -380,7 +353,30 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         END;
         """,
     ),
+    (
+        "exact duplicates ignore trailing sentence punctuation and surrounding quotes: "
+        "norm_hash recomputed (a vector made from the same text stays fresh)",
+        # memdir_norm_hash is memdir.store.norm_hash, memdir_norm_hash_v1 the hash before
+        # (registered by migrate). A row whose hash is not its indexed body's (the file has a
+        # <private> span, which the row has not) is read again from its file by the next
+        # reconcile: mtime_ns -1 and no dir_state row make it look changed.
+        """
+        UPDATE memories SET mtime_ns = -1 WHERE norm_hash != memdir_norm_hash_v1(body);
+        DELETE FROM dir_state WHERE dir IN (SELECT dir FROM memories WHERE mtime_ns = -1);
+        UPDATE embeddings SET norm_hash = memdir_norm_hash(m.body) FROM memories m
+        WHERE m.dir = embeddings.dir AND m.file = embeddings.file
+            AND m.norm_hash = embeddings.norm_hash AND m.mtime_ns != -1;
+        UPDATE memories SET norm_hash = memdir_norm_hash(body) WHERE mtime_ns != -1;
+        """,
+    ),
 )
+
+
+def _norm_hash_v1(body: str) -> str:
+    """norm_hash before migration 21: case and whitespace folded only."""
+    import hashlib
+
+    return hashlib.sha1(" ".join(body.lower().split()).encode("utf-8")).hexdigest()
 
 
 def statements(sql: str) -> Iterator[str]:
@@ -401,6 +397,10 @@ def migrate(conn: sqlite3.Connection) -> None:
     done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
     if len(done) == len(MIGRATIONS):
         return
+    from memdir.store import norm_hash  # store imports the index: here, not at the top
+
+    conn.create_function("memdir_norm_hash", 1, norm_hash, deterministic=True)
+    conn.create_function("memdir_norm_hash_v1", 1, _norm_hash_v1, deterministic=True)
     conn.execute("BEGIN IMMEDIATE")
     try:
         done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}

@@ -34,6 +34,7 @@ Invariants:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,7 +48,37 @@ from memdir.errors import warn
 __all__ = ["MIGRATIONS", "Pgvector", "migrate"]
 
 
-MIGRATIONS: tuple[tuple[str, str], ...] = (
+def _rehash(conn: psycopg.Connection[Any]) -> None:
+    """Migration 5: norm_hash recomputed with :func:`memdir.store.norm_hash` (exact duplicates
+    ignore trailing sentence punctuation and surrounding quotes), and with it the norm_hash of
+    vectors made from the same text, so they stay fresh. Two rows of one scope that now
+    normalise alike (``x.`` and ``x``) would break the unique index ``memories_content``:
+    both are kept, the one the new hash would collide with keeps its old hash (a later store
+    of that text reinforces the other)."""
+    from memdir.store import norm_hash
+
+    cur = conn.cursor(row_factory=tuple_row)
+    rows = cur.execute("SELECT id, scope, norm_hash, body FROM memories "
+                       "ORDER BY created, id").fetchall()
+    taken = {(scope, digest) for _, scope, digest, _ in rows}
+    changes: list[tuple[str, str, str]] = []
+    for id_, scope, digest, body in rows:
+        new = norm_hash(body)
+        if new != digest and (scope, new) not in taken:
+            taken.discard((scope, digest))
+            taken.add((scope, new))
+            changes.append((new, id_, digest))
+    vectors = [t for t in ("embeddings", "plain_vectors")
+               if cur.execute("SELECT to_regclass(%s)", (t,)).fetchone() != (None,)]
+    for table in vectors:  # before the memories: their old hash says which are fresh
+        cur.executemany(sql.SQL("UPDATE {} SET norm_hash = %s WHERE id = %s AND norm_hash = %s")
+                        .format(sql.Identifier(table)), changes)
+    cur.executemany("UPDATE memories SET norm_hash = %s WHERE id = %s AND norm_hash = %s",
+                    changes)
+
+
+Migration = tuple[str, "str | Callable[[psycopg.Connection[Any]], None]"]
+MIGRATIONS: tuple[Migration, ...] = (
     (
         "memories with a weighted tsvector, usage counters and one row per content per scope",
         """
@@ -166,6 +197,8 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         UPDATE memories SET context = context;
         """,
     ),
+    ("exact duplicates ignore trailing sentence punctuation and surrounding quotes: "
+     "norm_hash recomputed where it does not collide", _rehash),
 )
 
 _VECTORS = """
@@ -224,7 +257,10 @@ def migrate(conn: psycopg.Connection[Any], schema: str) -> Pgvector | None:
         done = {row[0] for row in cur.execute("SELECT version FROM schema_migrations")}
         for version, (name, statements) in enumerate(MIGRATIONS, start=1):
             if version not in done:
-                conn.execute(statements.encode("utf-8"))  # no parameters: many statements
+                if isinstance(statements, str):  # no parameters: many statements
+                    conn.execute(statements.encode("utf-8"))
+                else:
+                    statements(conn)
                 conn.execute("INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
                              (version, name))
         return _vectors(conn, schema)

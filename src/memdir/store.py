@@ -11,8 +11,11 @@ Invariants:
   through a symlink, or is over the size cap of a memory file) is recorded in ``broken`` for
   ``memdir doctor`` and never modified. A symlink or a special file named like a memory is
   not even read (:mod:`memdir.safe_open`): the scan skips it and doctor reports it.
-- Exact duplicates (same body after normalising case and whitespace, same directory)
-  reinforce the existing memory instead of adding a file.
+- Exact duplicates (same body after :func:`normalise`: case, whitespace, trailing sentence
+  punctuation and surrounding quotes ignored; same directory) reinforce the existing memory
+  instead of adding a file. ``norm_hash`` is stored in both indexes (SQLite, PostgreSQL) and
+  in their vectors; a change to :func:`normalise` needs migrations recomputing it (SQLite
+  index migration 21, PostgreSQL migration 5).
 """
 
 from __future__ import annotations
@@ -49,8 +52,8 @@ from memdir.safe_open import MEMORY_FILE, read_text
 from memdir.taxonomy import Taxonomy
 
 __all__ = ["MemoryDir", "file_name", "first_free", "index_deferred", "load_file", "modify",
-           "name_base", "name_taken", "norm_hash", "reconcile", "regenerate_index", "reindex",
-           "remove", "write_file"]
+           "name_base", "name_taken", "norm_hash", "normalise", "reconcile", "regenerate_index",
+           "reindex", "remove", "write_file"]
 
 Progress = Callable[[int, int], None]
 
@@ -66,10 +69,29 @@ class MemoryDir:
         return str(self.path)
 
 
+# Sentence ends and quotes that do not change what a memory says when they wrap it whole.
+_ENDS = ".!?;:\u2026"
+_QUOTES = "\"'`\u201c\u201d\u2018\u2019\u00ab\u00bb\u201e\u201a"
+
+
+def normalise(body: str) -> str:
+    """The text exact duplicates are compared by: trailing sentence punctuation (runs of
+    ``. ! ? ; : \u2026``) and quotes or backticks around the whole text dropped, then case
+    and whitespace folded. Punctuation inside stays significant ("v1.2" is not "v12"); a
+    text that is nothing but punctuation keeps it."""
+    text, before = body.strip(), None
+    while text != before:
+        before = text
+        text = text.rstrip(_ENDS).rstrip()
+        if len(text) >= 2 and text[0] in _QUOTES and text[-1] in _QUOTES:
+            text = text[1:-1].strip()
+    return " ".join((text or body).lower().split())
+
+
 def norm_hash(body: str) -> str:
     import hashlib
 
-    return hashlib.sha1(" ".join(body.lower().split()).encode("utf-8")).hexdigest()
+    return hashlib.sha1(normalise(body).encode("utf-8")).hexdigest()
 
 
 def name_base(memory: Memory) -> str:

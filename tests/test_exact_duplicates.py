@@ -1,0 +1,51 @@
+"""Exact duplicates ignore trailing sentence punctuation and surrounding quotes (as they
+ignore case and spaces), in both stores; internal punctuation stays significant."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memdir import Memdir
+from memdir.postgres import PostgresStore
+from memdir.store import normalise
+from pg_support import DSN, fresh_schema
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, home: Path, repo: Path) -> Iterator[Any]:
+    if request.param == "sqlite":
+        with Memdir(home=home, project=repo, sync_interval=0) as md:
+            yield md
+    else:
+        with fresh_schema() as schema, PostgresStore(DSN, schema=schema) as pg:
+            yield pg
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("I prefer pnpm over npm.", "i prefer pnpm over npm"),
+    ('"I prefer pnpm over npm"', "i prefer pnpm over npm"),
+    ("\u201cI prefer pnpm over npm.\u201d", "i prefer pnpm over npm"),
+    ("`I prefer pnpm over npm`!?", "i prefer pnpm over npm"),
+    ("Really? Yes . ;", "really? yes"),
+    ("v1.2", "v1.2"),
+    ("...", "..."),
+])
+def test_normalise(text: str, expected: str) -> None:
+    assert normalise(text) == expected
+
+
+def test_punctuation_and_quotes_make_no_second_memory(store: Any) -> None:
+    first = store.store("I prefer pnpm over npm.", type="preference")
+    again = store.store("I prefer pnpm over npm", type="preference")
+    assert again.id == first.id and again.reinforced == 1
+    quoted = store.store('"I prefer pnpm over npm"', type="preference")
+    assert quoted.id == first.id and quoted.reinforced == 2
+    other = store.store("I prefer npm over pnpm", type="preference")
+    assert other.id != first.id
+    version = store.store("Pin the tool at v1.2", type="fact")
+    assert store.store("Pin the tool at v12", type="fact").id != version.id
+    assert len(store.list(status="all")) == 4
