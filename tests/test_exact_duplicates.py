@@ -49,3 +49,34 @@ def test_punctuation_and_quotes_make_no_second_memory(store: Any) -> None:
     version = store.store("Pin the tool at v1.2", type="fact")
     assert store.store("Pin the tool at v12", type="fact").id != version.id
     assert len(store.list(status="all")) == 4
+
+
+def test_an_index_with_the_old_hashes_is_migrated(home: Path, repo: Path) -> None:
+    """An index written before trailing punctuation was ignored (its norm_hash folds only case
+    and spaces) is migrated: the sentence without its full stop reinforces the memory stored
+    with it, and no second file appears."""
+    import hashlib
+    import sqlite3
+
+    from memdir.index_schema import MIGRATIONS
+
+    with Memdir(home=home, project=repo, sync_interval=0) as md:
+        first = md.store("I prefer pnpm over npm.", type="preference")
+        other = md.store("Deploys go through staging", type="decision")
+    conn = sqlite3.connect(home / "index.sqlite", isolation_level=None)
+    for dir_, file, body in conn.execute("SELECT dir, file, body FROM memories").fetchall():
+        old = hashlib.sha1(" ".join(body.lower().split()).encode("utf-8")).hexdigest()
+        conn.execute("UPDATE memories SET norm_hash = ? WHERE dir = ? AND file = ?",
+                     (old, dir_, file))
+    latest = len(MIGRATIONS)
+    conn.execute("DELETE FROM schema_migrations WHERE version = ?", (latest,))
+    conn.close()
+    with Memdir(home=home, project=repo, sync_interval=0) as md:
+        again = md.store("I prefer pnpm over npm", type="preference")
+        assert again.id == first.id and again.reinforced == 1
+        assert md.get(other.id).reinforced == 0
+        assert md.index.conn.execute("SELECT max(version) FROM schema_migrations").fetchone()[
+            0] == latest
+        assert first.path is not None and other.path is not None
+        names = sorted(p.name for p in first.path.parent.glob("*.md") if p.name != "MEMORY.md")
+        assert names == sorted([first.path.name, other.path.name])

@@ -13,9 +13,9 @@ Invariants every implementation keeps:
 - every write is validated by :func:`memdir.draft.draft` / :func:`memdir.draft.revise`, so
   secrets are refused, ``<private>`` text is stripped, relative dates are made absolute and
   unknown types are refused the same way everywhere;
-- an exact duplicate (same scope, same content after normalising case and whitespace)
-  reinforces the existing memory and returns it, never a second copy, even under concurrent
-  writers;
+- an exact duplicate (same scope, same content after :func:`memdir.store.normalise`: case,
+  whitespace, trailing sentence punctuation and surrounding quotes) reinforces the existing
+  memory and returns it, never a second copy, even under concurrent writers;
 - reads that return memories (``get``, ``search`` with ``touch``, ``context``) count an
   access, and a failing count never fails the read;
 - errors are :class:`memdir.errors.MemdirError` subclasses carrying a hint.

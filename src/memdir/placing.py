@@ -11,8 +11,9 @@ Invariants:
   program (or another home sharing a team directory) created the name after the listing;
   the call then stores nothing and says so (DuplicateNameError), and rollback removes only
   the files this call itself created.
-- Duplicates (same body after normalising case and whitespace) within the batch or already
-  in the directory reinforce one memory, whose file is written once with the final count.
+- Duplicates (same body after :func:`memdir.store.normalise`: case, whitespace, trailing
+  punctuation, quotes) within the batch or already in the directory reinforce one memory,
+  whose file is written once with the final count.
 - A batch of ``BULK`` memories or more looks its names, ids and duplicates up with one query
   each instead of one per memory, and adds its FTS5 rows in one statement. The files of a
   batch (of 2 or more) are flushed by one ``sync()`` at the end, not one ``fsync()`` each.
