@@ -81,6 +81,22 @@ def test_tools_are_listed_annotated_and_described(server: MCPServer[Any]) -> Non
     run(server, scenario)
 
 
+def test_tool_descriptions_carry_no_stray_indentation(server: MCPServer[Any]) -> None:
+    """Docstrings as descriptions keep their source indentation unless dedented; the agent
+    reads the description as it is."""
+    async def scenario(client: Client) -> None:
+        tools = (await client.list_tools()).tools
+        multi = [t.name for t in tools if "\n" in (t.description or "")]
+        assert multi, "no multi-line description: the check below would prove nothing"
+        for tool in tools:
+            description = tool.description or ""
+            assert description == description.strip(), tool.name
+            indented = [line for line in description.splitlines() if line[:1].isspace()]
+            assert indented == [], (tool.name, indented)
+
+    run(server, scenario)
+
+
 def test_learn_recall_context_and_stats(server: MCPServer[Any], md: Memdir) -> None:
     async def scenario(client: Client) -> None:
         learned = ok(await client.call_tool("memory_learn", {
