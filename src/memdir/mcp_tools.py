@@ -9,6 +9,8 @@ Invariants:
 - A tool never raises into the SDK: a :class:`MemdirError` becomes an error result whose text
   is ``message`` and ``hint: hint`` on the next line; any other exception becomes an error
   result ``internal error: ...`` and its traceback is logged to stderr (the ``memdir`` logger).
+- ``memory_learn`` returns what ``memdir store --json`` prints (:class:`LearnOut`); the
+  other tools return :class:`MemoryOut` and their own shapes.
 - Tool descriptions are dedented (docstrings and _LEARN keep their source indentation).
 - Facade calls are serialized by the server's lock: the SDK runs tools on worker threads and
   the facade shares one SQLite connection.
@@ -77,12 +79,15 @@ class MemoryOut:
 
 
 @dataclass(frozen=True)
-class LearnOut(MemoryOut):
-    """``action``: stored (a new memory) or reinforced (an exact duplicate already existed);
-    ``conflicts``: team memories this private feedback-like memory may contradict."""
+class LearnOut:
+    """What ``memdir store --json`` prints too, one shape for one record. ``action``: stored
+    (a new memory) or reinforced (an exact duplicate already existed); ``memory``: the memory
+    as :meth:`Memory.to_dict` gives it; ``conflicts``: team memories this private
+    feedback-like memory may contradict, in the same shape."""
 
-    action: Literal["stored", "reinforced"] = "stored"
-    conflicts: list[MemoryOut] = field(default_factory=list)
+    action: Literal["stored", "reinforced"]
+    memory: dict[str, Any]
+    conflicts: list[dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -230,9 +235,9 @@ def register_tools(server: MCPServer[Any], md: Memdir, lock: threading.Lock) -> 
         def call() -> LearnOut:
             m = md.store(content, type=type, scope=scope, name=name, description=description,
                          tags=tags or (), relevance=relevance, context=context)
-            return LearnOut(**asdict(MemoryOut.of(m)),
-                            action="reinforced" if m.reinforced else "stored",
-                            conflicts=[MemoryOut.of(c) for c in md.conflicts(m)])
+            return LearnOut(action="reinforced" if m.reinforced else "stored",
+                            memory=m.to_dict(),
+                            conflicts=[c.to_dict() for c in md.conflicts(m)])
 
         return run(call)
 
