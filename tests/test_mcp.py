@@ -19,6 +19,7 @@ from mcp import Client, MCPError, StdioServerParameters, stdio_client
 from mcp.server import MCPServer
 from mcp.types import CallToolResult, TextContent
 
+from conftest import CLI, cli_json
 from memdir import Memdir
 from memdir.mcp_server import build_server
 from memdir.mcp_tools import run_tool
@@ -81,17 +82,34 @@ def test_tools_are_listed_annotated_and_described(server: MCPServer[Any]) -> Non
     run(server, scenario)
 
 
+def test_tool_descriptions_carry_no_stray_indentation(server: MCPServer[Any]) -> None:
+    """Docstrings as descriptions keep their source indentation unless dedented; the agent
+    reads the description as it is."""
+    async def scenario(client: Client) -> None:
+        tools = (await client.list_tools()).tools
+        multi = [t.name for t in tools if "\n" in (t.description or "")]
+        assert multi, "no multi-line description: the check below would prove nothing"
+        for tool in tools:
+            description = tool.description or ""
+            assert description == description.strip(), tool.name
+            indented = [line for line in description.splitlines() if line[:1].isspace()]
+            assert indented == [], (tool.name, indented)
+
+    run(server, scenario)
+
+
 def test_learn_recall_context_and_stats(server: MCPServer[Any], md: Memdir) -> None:
     async def scenario(client: Client) -> None:
         learned = ok(await client.call_tool("memory_learn", {
             "content": "Deployments go through ArgoCD, never kubectl apply",
             "type": "decision", "tags": ["deploy"], "relevance": "high"}))
         assert learned["action"] == "stored"
+        learned = learned["memory"]
         assert learned["type"] == "decision" and learned["scope"] == "project"
         assert Path(learned["file"]).is_file() and learned["relevance"] == 0.8
         again = ok(await client.call_tool("memory_learn", {
             "content": "deployments go through ArgoCD,  never kubectl apply", "type": "decision"}))
-        assert again["action"] == "reinforced" and again["id"] == learned["id"]
+        assert again["action"] == "reinforced" and again["memory"]["id"] == learned["id"]
         ok(await client.call_tool("memory_learn", {
             "content": "I prefer pnpm over npm " + "for every deploy script " * 20,
             "type": "preference", "scope": "user"}))
@@ -184,7 +202,7 @@ def test_episode_and_procedure(server: MCPServer[Any]) -> None:
 def test_update_and_forget(server: MCPServer[Any]) -> None:
     async def scenario(client: Client) -> None:
         m = ok(await client.call_tool("memory_learn", {
-            "content": "Staging database is read-only on Fridays", "type": "fact"}))
+            "content": "Staging database is read-only on Fridays", "type": "fact"}))["memory"]
         updated = ok(await client.call_tool("memory_update", {
             "ref": m["id"], "content": "Staging database is read-only on Fridays and Mondays",
             "tags": ["db"], "reinforce": True}))
@@ -266,7 +284,7 @@ def test_a_real_client_over_stdio(home: Path, repo: Path, tmp_path: Path) -> Non
                 learned = ok(await client.call_tool("memory_learn", {
                     "content": "Merge freeze starts on 2026-12-01", "type": "project"}))
                 found = ok(await client.call_tool("memory_recall", {"query": "merge freeze"}))
-                assert [h["id"] for h in found["hits"]] == [learned["id"]]
+                assert [h["id"] for h in found["hits"]] == [learned["memory"]["id"]]
                 bad = await client.call_tool("memory_learn", {"content": "x", "type": "nope"})
                 assert bad.is_error and "hint:" in text(bad)
 
@@ -313,3 +331,25 @@ def test_stdout_carries_only_the_protocol(home: Path, repo: Path) -> None:
     assert answers[2]["result"]["structuredContent"]["action"] == "stored"
     assert answers[3]["result"]["isError"] is True
     assert "preference_use-pnpm.md" in answers[5]["result"]["contents"][0]["text"]
+
+
+def test_learn_returns_what_cli_store_json_prints(server: MCPServer[Any], cli: CLI) -> None:
+    """One record, one shape: ``memdir store --json`` and ``memory_learn`` of the same content
+    (the second reinforces the first) return the same keys, the memory as
+    ``Memory.to_dict()`` gives it."""
+    content = "Release notes are written in the pull request, not afterwards"
+    stored = cli_json(cli("store", content, "--type", "decision", "--json"))
+    learned: dict[str, Any] = {}
+
+    async def scenario(client: Client) -> None:
+        learned.update(ok(await client.call_tool("memory_learn", {
+            "content": content, "type": "decision"})))
+
+    run(server, scenario)
+    assert isinstance(stored, dict)
+    assert (stored["action"], learned["action"]) == ("stored", "reinforced")
+    assert set(learned) == set(stored) == {"action", "memory", "conflicts"}
+    assert set(learned["memory"]) == set(stored["memory"])
+    assert learned["memory"]["id"] == stored["memory"]["id"]
+    assert learned["memory"]["content"] == stored["memory"]["content"] == content
+    assert learned["conflicts"] == stored["conflicts"] == []

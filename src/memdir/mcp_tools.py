@@ -9,6 +9,9 @@ Invariants:
 - A tool never raises into the SDK: a :class:`MemdirError` becomes an error result whose text
   is ``message`` and ``hint: hint`` on the next line; any other exception becomes an error
   result ``internal error: ...`` and its traceback is logged to stderr (the ``memdir`` logger).
+- ``memory_learn`` returns what ``memdir store --json`` prints (:class:`LearnOut`); the
+  other tools return :class:`MemoryOut` and their own shapes.
+- Tool descriptions are dedented (docstrings and _LEARN keep their source indentation).
 - Facade calls are serialized by the server's lock: the SDK runs tools on worker threads and
   the facade shares one SQLite connection.
 - recall, context and stats are annotated read-only; forget (and update, consolidate, which
@@ -21,12 +24,13 @@ Invariants:
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, is_dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
@@ -75,12 +79,15 @@ class MemoryOut:
 
 
 @dataclass(frozen=True)
-class LearnOut(MemoryOut):
-    """``action``: stored (a new memory) or reinforced (an exact duplicate already existed);
-    ``conflicts``: team memories this private feedback-like memory may contradict."""
+class LearnOut:
+    """What ``memdir store --json`` prints too, one shape for one record. ``action``: stored
+    (a new memory) or reinforced (an exact duplicate already existed); ``memory``: the memory
+    as :meth:`Memory.to_dict` gives it; ``conflicts``: team memories this private
+    feedback-like memory may contradict, in the same shape."""
 
-    action: Literal["stored", "reinforced"] = "stored"
-    conflicts: list[MemoryOut] = field(default_factory=list)
+    action: Literal["stored", "reinforced"]
+    memory: dict[str, Any]
+    conflicts: list[dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -186,6 +193,9 @@ pitfalls and facts that will matter in later sessions; not code structure, git h
 anything the repository already says. Secrets are refused. Types here: {types}."""
 
 
+_Tool = TypeVar("_Tool", bound=Callable[..., CallToolResult])
+
+
 def register_tools(server: MCPServer[Any], md: Memdir, lock: threading.Lock) -> None:
     """Add the memory_* tools to ``server``, each calling ``md`` under ``lock``."""
     tax = md.directory("project").taxonomy
@@ -194,7 +204,17 @@ def register_tools(server: MCPServer[Any], md: Memdir, lock: threading.Lock) -> 
     def run(call: Callable[[], object]) -> CallToolResult:
         return run_tool(lock, call)
 
-    @server.tool(description=_LEARN.format(types=kinds), annotations=_ADD)
+    def tool(annotations: ToolAnnotations,
+             description: str | None = None) -> Callable[[_Tool], _Tool]:
+        """``server.tool`` with the description (the docstring by default) dedented: the
+        agent reads it as it is, indentation and all."""
+        def register(fn: _Tool) -> _Tool:
+            text = inspect.cleandoc(description or fn.__doc__ or "")
+            server.tool(description=text, annotations=annotations)(fn)
+            return fn
+        return register
+
+    @tool(_ADD, description=_LEARN.format(types=kinds))
     def memory_learn(
         content: Annotated[str, Field(description="The memory itself, in Markdown: what to "
                                                   "remember, and why if known")],
@@ -215,13 +235,13 @@ def register_tools(server: MCPServer[Any], md: Memdir, lock: threading.Lock) -> 
         def call() -> LearnOut:
             m = md.store(content, type=type, scope=scope, name=name, description=description,
                          tags=tags or (), relevance=relevance, context=context)
-            return LearnOut(**asdict(MemoryOut.of(m)),
-                            action="reinforced" if m.reinforced else "stored",
-                            conflicts=[MemoryOut.of(c) for c in md.conflicts(m)])
+            return LearnOut(action="reinforced" if m.reinforced else "stored",
+                            memory=m.to_dict(),
+                            conflicts=[c.to_dict() for c in md.conflicts(m)])
 
         return run(call)
 
-    @server.tool(annotations=_READ)
+    @tool(_READ)
     def memory_recall(
         query: Annotated[str, Field(description="What to look for, in plain words")],
         limit: Annotated[int, Field(ge=1, le=100, description="At most this many hits")] = 10,
@@ -255,7 +275,7 @@ def register_tools(server: MCPServer[Any], md: Memdir, lock: threading.Lock) -> 
 
         return run(call)
 
-    @server.tool(annotations=_READ)
+    @tool(_READ)
     def memory_context(
         query: Annotated[str | None, Field(description="The task at hand: memories matching "
                                                        "it come first")] = None,
@@ -273,7 +293,7 @@ def register_tools(server: MCPServer[Any], md: Memdir, lock: threading.Lock) -> 
 
         return run(call)
 
-    @server.tool(annotations=_ADD)
+    @tool(_ADD)
     def memory_episode(
         event: Annotated[str, Field(description="What happened, e.g. 'Migrated the orders "
                                                 "table to Postgres 16'")],
@@ -284,7 +304,7 @@ def register_tools(server: MCPServer[Any], md: Memdir, lock: threading.Lock) -> 
         """Record an event and its outcome (episodic memory)."""
         return run(lambda: MemoryOut.of(md.episode(event, outcome=outcome, tags=tags or ())))
 
-    @server.tool(annotations=_ADD)
+    @tool(_ADD)
     def memory_procedure(
         name: Annotated[str, Field(description="The workflow's name, e.g. 'Release'")],
         steps: Annotated[list[str] | None, Field(description="Its steps, in order (replaces "
@@ -311,13 +331,13 @@ def register_tools(server: MCPServer[Any], md: Memdir, lock: threading.Lock) -> 
 
         return run(call)
 
-    @server.tool(annotations=_READ)
+    @tool(_READ)
     def memory_stats() -> Annotated[CallToolResult, dict[str, Any]]:
         """What is stored: counts by type, scope and status, the directories, the index and
         the LLM calls of today."""
         return run(lambda: md.stats().to_dict())
 
-    @server.tool(annotations=_CHANGE)
+    @tool(_CHANGE)
     def memory_consolidate(
         dry_run: Annotated[bool, Field(description="Only say what would be done "
                                                    "(default); false applies it")] = True,
@@ -326,7 +346,7 @@ def register_tools(server: MCPServer[Any], md: Memdir, lock: threading.Lock) -> 
         Returns the plan (operations with their reasons) and whether it was applied."""
         return run(lambda: md.consolidate(dry_run=dry_run).to_dict())
 
-    @server.tool(annotations=_CHANGE)
+    @tool(_CHANGE)
     def memory_forget(
         ref: Ref,
         permanent: Annotated[bool, Field(description="Delete the file for good instead of "
@@ -342,7 +362,7 @@ def register_tools(server: MCPServer[Any], md: Memdir, lock: threading.Lock) -> 
 
         return run(call)
 
-    @server.tool(annotations=_CHANGE)
+    @tool(_CHANGE)
     def memory_update(
         ref: Ref,
         content: Annotated[str | None, Field(description="New content (replaces the "

@@ -1,6 +1,10 @@
-"""``memdir hooks install|uninstall|status``: the agent set-up commands of the CLI.
+"""``memdir hooks install|uninstall|status``: the agent set-up commands of the CLI; and the
+parser of ``memdir hook EVENT`` (what the installed hooks run), for its ``--help``.
 
-Invariants: the work is :mod:`memdir.hooks_install`'s; this module parses, prints text or
+Invariants: ``memdir hook`` itself runs without argparse (:func:`memdir.hooks.hook_main`);
+its parser here only answers ``--help``, and :data:`HOOK_EVENTS` names the same events as
+:data:`memdir.hooks.EVENTS` (a test checks) without importing that module. The work of
+``hooks`` is :mod:`memdir.hooks_install`'s; this module parses, prints text or
 (``--json``) one JSON document, and lets :class:`~memdir.errors.MemdirError` through for the
 CLI to show. ``install`` also prints MCP snippets for the agents memdir does not edit itself
 (Gemini CLI, Cursor, Continue). ``status`` exits 1 when something is missing or out of date.
@@ -14,9 +18,39 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_parser", "run", "snippets"]
+__all__ = ["HOOK_EVENTS", "add_hook_parser", "add_parser", "run", "snippets"]
 
 AGENTS = ("claude-code", "codex")  # memdir.hooks_install.AGENTS, without importing it here
+
+# memdir.hooks.EVENTS, in order, with what each does.
+HOOK_EVENTS = (
+    ("session-start", "print the session-start context (onboarding if no memories)"),
+    ("prompt", "print the memories to add for this prompt, once per session"),
+    ("stop", "capture memories from what is new in the transcript"),
+    ("pre-compact", "the same, before the agent compacts its context"),
+    ("session-end", "index the session, capture the rest, dream when due"),
+)
+
+
+def add_hook_parser(sub: Any) -> None:
+    """Add ``hook`` to the ``memdir`` sub-commands (``sub`` may skip it: parser._OnlyOne).
+    Not the common options: a hook takes --home and --project, and prints no --json."""
+    text = "run an agent hook event (reads the agent's JSON on stdin; always exits 0)"
+    events = "\n".join(f"  {name:<14} {what}" for name, what in HOOK_EVENTS)
+    p = sub.add_parser(
+        "hook", help=text, description=text,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=f"events:\n{events}\n\nA hook never fails the agent: errors go to\n"
+               "$MEMDIR_HOME/logs/hooks.log and it exits 0. `memdir hooks install`\n"
+               "registers the hooks with Claude Code or Codex.")
+    p.add_argument("--home", help="memdir home (default: $MEMDIR_HOME or the user data dir)")
+    p.add_argument("--project", metavar="PATH",
+                   help="accepted and ignored: the agent's JSON names the project (cwd)")
+    p.add_argument("event", choices=[name for name, _ in HOOK_EVENTS], metavar="EVENT",
+                   help="the hook event: " + ", ".join(name for name, _ in HOOK_EVENTS))
+    p.add_argument("--format", choices=("text", "json"), default="text",
+                   help="text: plain context (default); json: Claude Code's hookSpecificOutput "
+                        "document")
 
 
 def add_parser(sub: argparse._SubParsersAction[Any], common: argparse.ArgumentParser) -> None:

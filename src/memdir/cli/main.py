@@ -56,7 +56,8 @@ def _hook_args(given: list[str]) -> list[str] | None:
 def main(argv: Sequence[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
     hook_args = _hook_args(given)
-    if hook_args is not None:  # agent hooks: no argparse, never a non-zero exit
+    if hook_args is not None and not {"-h", "--help"} & set(hook_args):
+        # agent hooks: no argparse, never a non-zero exit (argparse only answers --help)
         from memdir.hooks import hook_main
 
         return hook_main(hook_args)

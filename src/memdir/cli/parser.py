@@ -76,6 +76,24 @@ def _common() -> _Parser:
     return common
 
 
+SCOPE_HELP = ("where the memory goes: user (every project), project (this one; the "
+              "default) or team (the repository's .memdir/team, or the team server)")
+REF_HELP = "memory id or file name"
+
+
+def _common_epilog(common: argparse.ArgumentParser) -> str:
+    """The common options for the top-level help: every command takes them, before or after
+    the command word, and they are not the top-level parser's own arguments (main.py moves
+    them after the command)."""
+    lines = ["options of every command (before or after it, as in `memdir --home DIR stats`):"]
+    for action in common._actions:
+        name = action.option_strings[0]
+        if action.nargs != 0:
+            name += f" {action.metavar or action.dest.upper()}"
+        lines.append(f"  {name:<16} {action.help}")
+    return "\n".join(lines)
+
+
 def _filters(p: argparse.ArgumentParser, *, scope: bool = True) -> None:
     p.add_argument("--type", action="append", dest="types", metavar="TYPE",
                    help="only this type (repeatable; aliases accepted)")
@@ -127,7 +145,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The ``memdir`` parser; with ``only``, just that command's (the whole parser when
     ``only`` names no command, so the error lists them)."""
     common = _common()
-    parser = _Parser(prog="memdir", description=DESCRIPTION,
+    parser = _Parser(prog="memdir", description=DESCRIPTION, epilog=_common_epilog(common),
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"memdir {__version__}")
     sub: Any = _OnlyOne(parser.add_subparsers(dest="command", metavar="COMMAND",
@@ -139,7 +157,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p = add("store", "store a memory (an exact duplicate reinforces the existing one)")
     p.add_argument("content", help="the text to remember ('-' reads stdin)")
     p.add_argument("--type", required=True, help="memory type (see `memdir types`)")
-    p.add_argument("--scope", default="project", choices=("user", "project", "team"))
+    p.add_argument("--scope", default="project", choices=("user", "project", "team"),
+                   help=SCOPE_HELP)
     _fields(p)
     p.add_argument("--context", metavar="TEXT",
                    help="search context: text that helps find the memory but is never shown "
@@ -150,8 +169,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                         "month, year, weekday)")
 
     p = add("search", "full-text search (BM25 ranked, strength-weighted)")
-    p.add_argument("query")
-    p.add_argument("--limit", type=int, default=10)
+    p.add_argument("query", help="words to search for (quote a phrase)")
+    p.add_argument("--limit", type=int, default=10, help="at most this many hits (default 10)")
     p.add_argument("--archived", action="store_true", help="include archived memories")
     p.add_argument("--sessions", action="store_true",
                    help="also search indexed session transcripts (see index-session)")
@@ -160,23 +179,28 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     _filters(p)
 
     p = add("about", "everything known about a topic, grouped by type")
-    p.add_argument("topic")
-    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("topic", help="the topic: words, a name, a file")
+    p.add_argument("--limit", type=int, default=50,
+                   help="at most this many memories (default 50)")
     _filters(p)
 
     p = add("decisions", "all decision memories")
-    p.add_argument("--limit", type=int)
+    p.add_argument("--limit", type=int, help="at most this many (default: all)")
     _filters(p)
 
     p = add("recent", "the N most recent memories")
-    p.add_argument("n", nargs="?", type=int, default=10)
+    p.add_argument("n", nargs="?", type=int, default=10,
+                   help="how many memories (default 10)")
     _filters(p)
 
     p = add("list", "list memories with filters")
-    p.add_argument("--status", default="active", choices=("active", "archived", "all"))
-    p.add_argument("--limit", type=int)
+    p.add_argument("--status", default="active", choices=("active", "archived", "all"),
+                   help="which memories (default: active)")
+    p.add_argument("--limit", type=int, help="at most this many (default: all)")
     p.add_argument("--order", default="relevance",
-                   choices=("relevance", "recent", "updated", "name"))
+                   choices=("relevance", "recent", "updated", "name"),
+                   help="sort by relevance (the default), creation (recent), last change "
+                        "(updated) or name")
     _filters(p)
 
     p = add("context", "the session-start context an agent receives, within a token budget")
@@ -184,7 +208,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--budget", type=int, default=800, metavar="TOKENS",
                    help="hard cap on the output, in tokens (default 800; see README)")
     p.add_argument("--format", default="markdown",
-                   choices=("markdown", "prompt", "json", "snippets"))
+                   choices=("markdown", "prompt", "json", "snippets"),
+                   help="markdown (default); prompt: wrapped for an agent's system prompt; "
+                        "json; snippets: one line per memory")
     p.add_argument("--limit", type=int, help="at most this many memories")
     p.add_argument("--paths", help="comma-separated files being worked on (boosts memories "
                    "whose path globs cover them)")
@@ -201,10 +227,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("event", help="what happened ('-' reads stdin)")
     p.add_argument("--outcome", help="e.g. success, failure, partial, or a sentence")
     p.add_argument("--tags", help="comma-separated tags")
-    p.add_argument("--scope", default="project", choices=("user", "project", "team"))
+    p.add_argument("--scope", default="project", choices=("user", "project", "team"),
+                   help=SCOPE_HELP)
 
     p = add("procedure", "save a named workflow's steps, or count a run of it")
-    p.add_argument("name")
+    p.add_argument("name", help="the workflow's name (an existing one is updated)")
     p.add_argument("--step", action="append", dest="steps", metavar="STEP",
                    help="one step, in order (repeatable); replaces the saved steps")
     run = p.add_mutually_exclusive_group()
@@ -212,7 +239,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     run.add_argument("--failure", action="store_true", help="count a failed run")
     p.add_argument("--description", help="one line: when to use it")
     p.add_argument("--tags", help="comma-separated tags")
-    p.add_argument("--scope", default="project", choices=("user", "project", "team"))
+    p.add_argument("--scope", default="project", choices=("user", "project", "team"),
+                   help=SCOPE_HELP)
 
     p = add("index-session", "index a finished transcript so search can find what was said")
     p.add_argument("transcript", help="a Claude Code / Codex .jsonl, a .json message list, "
@@ -232,16 +260,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("auto", "text"), default="auto",
                    help="text: also read a file in no agent format as plain text "
                    "('User:' / 'Assistant:' lines)")
-    p.add_argument("--scope", default="project", choices=("user", "project", "team"))
+    p.add_argument("--scope", default="project", choices=("user", "project", "team"),
+                   help="the scope the captured memories go to (default: project)")
 
     p = add("onboard", "first-session instructions for a user without memories; "
                        "keep a User Profile section in CLAUDE.md")
     p.add_argument("--claude-md", metavar="PATH",
                    help="write the ## User Profile section into this file (kept in place)")
 
-    p = add("hook", "run an agent hook event (reads the agent's JSON on stdin; always exits 0)")
-    p.add_argument("event", help="session-start, prompt, stop, pre-compact or session-end")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    hooks_cli.add_hook_parser(sub)
 
     p = add("consolidate", "merge near-duplicates, archive weak memories, promote recurring "
                            "ones (prints the plan; --yes applies it)")
@@ -250,7 +277,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--yes", action="store_true", help="apply the plan")
     p = add("log", "append a timestamped line to today's log (consolidate gathers logs)")
     p.add_argument("text", help="what happened ('-' reads stdin)")
-    p.add_argument("--scope", default="project", choices=("user", "project"))
+    p.add_argument("--scope", default="project", choices=("user", "project"),
+                   help="whose log: the project's (default) or the user's")
     add("history", "consolidation plans applied so far (and interrupted ones)")
     add("undo", "reverse the newest consolidation plan, an interrupted one too")
     p = add("dream", "consolidate in the background way: only when 24 h and 5 sessions have "
@@ -268,22 +296,22 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     add("mcp", "run the MCP server on stdio (for Claude Code, Codex, Cursor, Gemini CLI...)")
 
     p = add("get", "show one memory (by id or file name)")
-    p.add_argument("ref", help="memory id or file name")
+    p.add_argument("ref", help=REF_HELP)
 
     p = add("update", "change a memory's content or fields (id and file stay)")
-    p.add_argument("ref")
+    p.add_argument("ref", help=REF_HELP)
     p.add_argument("--content", help="new body ('-' reads stdin)")
     p.add_argument("--reinforce", action="store_true", help="count an explicit reinforcement")
     _fields(p)
 
     p = add("reclassify", "move a memory to another type (same id, new file name)")
-    p.add_argument("ref")
-    p.add_argument("type")
+    p.add_argument("ref", help=REF_HELP)
+    p.add_argument("type", help="the new type (see `memdir types`)")
 
     for name, text in (("archive", "archive a memory (searchable with --archived, never injected)"),
                        ("restore", "bring an archived memory back"),
                        ("delete", "delete a memory's file (archive is reversible; this is not)")):
-        add(name, text).add_argument("ref")
+        add(name, text).add_argument("ref", help=REF_HELP)
 
     add("stats", "counts by type, scope and status")
     p = add("reindex", "rebuild the index from the memory files alone")
@@ -298,7 +326,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("dest", help="a folder (markdown) or a file, '-' for stdout (jsonl)")
     p.add_argument("--format", choices=("markdown", "jsonl"), default=None,
                    help="default: jsonl when DEST ends with .jsonl or is '-', else markdown")
-    p.add_argument("--scope", action="append", dest="scopes", choices=("user", "project", "team"))
+    p.add_argument("--scope", action="append", dest="scopes", choices=("user", "project", "team"),
+                   help="only this scope (repeatable; default: all)")
     _database(p, "export from this PostgreSQL store instead of the home")
 
     p = add("import", "import a folder of Markdown memory files or a JSON Lines file")
