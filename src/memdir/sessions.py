@@ -11,6 +11,11 @@ Invariants:
 - What is indexed is what people said and the summaries: user and assistant text. Tool calls
   and tool output are left out (noise, and the likeliest place for pasted credentials);
   ``<private>`` spans are stripped and anything that looks like a secret is redacted.
+- Slash-command echoes, command output and reminders in the user's turn
+  (:attr:`memdir.transcript.Message.injected`) and Claude Code meta lines are not indexed:
+  no one said them.
+- A chunk is dated by the transcript's own timestamps (:func:`chunk_messages`); only a
+  transcript with none at all is dated by when it was indexed.
 - Indexing a session again replaces its chunks, in one transaction.
 - Chunks belong to the project's memory directory: a project searches its own sessions.
 - Each chunk is also searched by its search context (the message before it, "speaker: text",
@@ -22,7 +27,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -84,8 +89,9 @@ def _clean(text: str) -> str:
 
 
 def _said(message: Message) -> bool:
-    """A message people said (or a summary): what chunks and search context are made of."""
-    return message.kind in ("text", "summary") and not message.sidechain
+    """A message people said (or a summary): what chunks and search context are made of. A
+    slash-command echo or command output in the user's turn was not said by anyone."""
+    return message.kind in ("text", "summary") and not message.sidechain and not message.injected
 
 
 def turn_context(messages: Sequence[Message], index: int) -> str:
@@ -105,12 +111,16 @@ def _as_context(line: str) -> str:
 
 
 def chunk_messages(messages: Sequence[Message], size: int = CHUNK_CHARS) -> list[Chunk]:
-    """Consecutive indexable messages grouped into chunks of about ``size`` characters."""
+    """Consecutive indexable messages grouped into chunks of about ``size`` characters. A
+    chunk starts at the transcript's own time: its first message's timestamp, else the last
+    one before it (a tool call, an unsaid line), else the first after it in the transcript;
+    None only when no message has a time."""
     chunks: list[Chunk] = []
     lines: list[str] = []
     before = context = ""  # the line of the message before this one; the chunk's context
     first = last = -1
     started: datetime | None = None
+    latest: datetime | None = None  # the last time seen, said or not
     length = 0
 
     def flush() -> None:
@@ -120,8 +130,11 @@ def chunk_messages(messages: Sequence[Message], size: int = CHUNK_CHARS) -> list
                                 _as_context(context)))
         lines, length, first, started = [], 0, -1, None
 
-    for message in filter(_said, messages):
-        text = _clean(message.text)
+    for message in messages:
+        latest = message.timestamp or latest
+        if lines and started is None:
+            started = latest
+        text = _clean(message.text) if _said(message) else ""
         if not text:
             continue
         line = f"{_speaker(message)}: {text}"
@@ -130,13 +143,14 @@ def chunk_messages(messages: Sequence[Message], size: int = CHUNK_CHARS) -> list
             if length and length + len(piece) > size:
                 flush()
             if first < 0:
-                first, started, context = message.index, message.timestamp, before
+                first, started, context = message.index, latest, before
             last = message.index
             lines.append(piece)
             length += len(piece)
         before = line
     flush()
-    return chunks
+    known = next((m.timestamp for m in messages if m.timestamp), None)
+    return [c if c.started else replace(c, started=known) for c in chunks]
 
 
 def index_session(index: Index, directory: str, transcript: Transcript, session_id: str,
@@ -144,7 +158,10 @@ def index_session(index: Index, directory: str, transcript: Transcript, session_
     if not isinstance(session_id, str) or not session_id.strip():
         raise InvalidMemoryError("no session id: the transcript does not name its session",
                                  "pass one with --session ID")
-    chunks = chunk_messages(transcript.messages)
+    # A transcript with no time at all (plain text, a bare message list) is dated when indexed.
+    now = datetime.now(UTC)
+    chunks = [c if c.started else replace(c, started=now)
+              for c in chunk_messages(transcript.messages)]
     with index.write() as conn:
         conn.execute("DELETE FROM session_chunks WHERE dir = ? AND session_id = ?",
                      (directory, session_id))

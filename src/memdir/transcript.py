@@ -8,8 +8,11 @@ Invariants:
   conversation (Claude Code meta, snapshot, system and thinking-only lines; Codex reasoning,
   events, turn context) are dropped uncounted. ``InvalidMemoryError`` only for an unreadable
   file, or non-empty input of which nothing at all was understood.
-- ``Message.index`` is the message's position. Summaries have role "system" (never the user's
+- ``Message.index`` is the message's position; ``Message.timestamp`` is its line's own time
+  (None when the format or the line has none). Summaries have role "system" (never the user's
   words); tool results have role "user" in every format, as in the Anthropic API.
+- What the agent puts in the user's turn (slash-command echoes, command output, reminders)
+  stays a user message but is ``injected``: never counted as the user's own words.
 - Text is UTF-8 decoded with replacement; BOM dropped, CRLF accepted, NUL made U+FFFD. JSONL
   is split on "\\n" only: U+2028 may appear raw inside a JSON string.
 - The format is found from the content; a ``.jsonl`` file is always read as JSON lines, a
@@ -72,6 +75,13 @@ class Message:
     tool_input: Mapping[str, Any] = field(default_factory=dict)
     is_error: bool = False  # tool_result only: the tool reported a failure
 
+    @property
+    def injected(self) -> bool:
+        """User text the agent put in the user's turn (a slash-command echo, command output,
+        a reminder): in the transcript, but never the user's own words."""
+        return (self.role == "user" and self.kind == "text"
+                and self.text.lstrip().startswith(_NOISE_PREFIXES))
+
 
 @dataclass(frozen=True)
 class Transcript:
@@ -87,7 +97,7 @@ class Transcript:
         """What the user typed: main-thread user text, without injected context or noise."""
         return [m for m in self.messages
                 if m.role == "user" and m.kind == "text" and not m.sidechain
-                and not m.text.lstrip().startswith(_NOISE_PREFIXES)]
+                and not m.injected]
 
     def tail(self, count: int = 20, max_chars: int = 8000) -> list[Message]:
         """The last ``count`` main-thread text and tool messages, oldest dropped until their
