@@ -91,7 +91,8 @@ def _connect_host(args: tuple[str, ...]) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def _stop(process: subprocess.Popen[bytes], grace: float = 10.0) -> None:
+def stop(process: subprocess.Popen[bytes], grace: float = 10.0) -> None:
+    """SIGTERM, then SIGKILL after ``grace`` seconds."""
     if process.poll() is not None:
         return
     process.send_signal(signal.SIGTERM)
@@ -102,8 +103,10 @@ def _stop(process: subprocess.Popen[bytes], grace: float = 10.0) -> None:
         process.wait(timeout=grace)
 
 
-def _wait_healthy(url: str, process: subprocess.Popen[bytes], stderr_path: Path,
+def wait_healthy(url: str, process: subprocess.Popen[bytes], stderr_path: Path,
                   timeout: float) -> None:
+    """Until ``url``'s /healthz answers 200; a clear error (with the server's stderr) when the
+    process exits or ``timeout`` passes first."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -134,14 +137,14 @@ def running_server(home: Path, project: Path, *extra_args: str,
                                        stdout=subprocess.DEVNULL, stderr=err)
         try:
             url = f"http://{_connect_host(extra_args)}:{port}"
-            _wait_healthy(url, process, stderr_path, timeout)
+            wait_healthy(url, process, stderr_path, timeout)
             token_home = Path(full_env["MEMDIR_HOME"])
             token_file = token_home / "server.token"
             token = "" if "--no-token" in extra_args else token_file.read_text().strip()
             yield Server(url=url, token=token, home=token_home, process=process,
                          stderr_path=stderr_path, args=args)
         finally:
-            _stop(process)
+            stop(process)
     finally:
         stderr_path.unlink(missing_ok=True)
 

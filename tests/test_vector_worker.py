@@ -33,7 +33,7 @@ from mcp.types import TextContent
 from conftest import CLI, cli_json
 from hook_support import wait_until
 from memdir import Memdir
-from server_support import free_port
+from server_support import free_port, stop, wait_healthy
 
 MEANING = "what is our deployment process"  # no word in common with the memory below
 DEPLOY = "CI/CD considerations: pipelines run on self-hosted runners"
@@ -323,25 +323,18 @@ def _gated_server(home: Path, repo: Path, gate: Path) -> Iterator[str]:
     port = free_port()
     env = {**os.environ, "MEMDIR_HOME": str(home), "MEMDIR_SEMANTIC": "1",
            "MEMDIR_TEST_MODEL_GATE": str(gate), "PYTHONPATH": os.pathsep.join(sys.path)}
-    process = subprocess.Popen(
-        [sys.executable, "-c", GATED, "serve", "--no-token", "--port", str(port),
-         "--project", str(repo)], cwd=repo, env=env, stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    stderr_path = gate.with_name("serve.stderr")
+    with stderr_path.open("wb") as err:
+        process = subprocess.Popen(
+            [sys.executable, "-c", GATED, "serve", "--no-token", "--port", str(port),
+             "--project", str(repo)], cwd=repo, env=env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=err)
     url = f"http://127.0.0.1:{port}"
     try:
-        def healthy() -> bool:
-            with contextlib.suppress(httpx.HTTPError):
-                return httpx.get(f"{url}/healthz", timeout=2).status_code == 200
-            return False
-        assert wait_until(healthy, 30), "memdir serve did not start"
+        wait_healthy(url, process, stderr_path, 30)
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
+        stop(process)
 
 
 def test_http_search_answers_with_fts_before_the_model_is_loaded(home: Path, repo: Path,
