@@ -49,17 +49,13 @@ if TYPE_CHECKING:
     from memdir.embed import Embedder
     from memdir.store import MemoryDir
 
-__all__ = ["BATCH", "LEXICAL_POOL", "POOL", "SEMANTIC_POOL", "SIMILARITY_FLOOR", "fill_vectors",
+__all__ = ["BATCH", "LEXICAL_POOL", "SEMANTIC_POOL", "SIMILARITY_FLOOR", "fill_vectors",
            "hybrid_search", "vector_text"]
 
 # Candidates of the score fusion, chosen with bench/quality.py (25 + 25: a point of REALTALK
 # Recall@10 better than 25 + 50, the same on MADial-Bench, and fewer memories to load).
 LEXICAL_POOL = 25  # best BM25 matches
 SEMANTIC_POOL = 25  # nearest vectors at or above the similarity floor
-# The PostgreSQL store's rank fusion (memdir.postgres_search) still uses these two: POOL // 2
-# tsvector matches and POOL nearest vectors, fused by reciprocal rank.
-POOL = 50
-SEMANTIC_WEIGHT = 1.0
 
 
 def _load(index: Index, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Memory]:
