@@ -517,8 +517,10 @@ def test_cli_json_install_and_snippets(capsys: pytest.CaptureFixture[str]) -> No
     assert [f["status"] for f in data["files"]] == ["created", "created"]
     assert not (home() / ".codex").exists()
     snippets = {s["client"]: s["text"] for s in data["snippets"]}
+    carried = str(Path(os.environ["MEMDIR_HOME"]).resolve())  # conftest's: not the default
+    assert data["home"] == carried
     assert json.loads(snippets["Gemini CLI"]) == {"mcpServers": {"memdir": {
-        "command": PY, "args": ["-m", "memdir", "mcp"]}}}
+        "command": PY, "args": ["-m", "memdir", "mcp", "--home", carried]}}}
     assert json.loads(snippets["Cursor"])["mcpServers"]["memdir"]["type"] == "stdio"
     assert snippets["Continue"].startswith("name: memdir\nversion: 0.0.1\nschema: v1\n")
     assert f'    command: "{PY}"' in snippets["Continue"]

@@ -69,8 +69,9 @@ def test_customised_memdir_hooks_are_left_alone_and_not_doubled() -> None:
     assert status("claude-code", python=PY).installed  # what install leaves is current
 
     removed = uninstall("claude-code")
+    # HOME_STOP is the form install writes to carry a home: removed, not called customised.
     assert sorted(n.rsplit(": ", 1)[1] for n in removed.notes) == sorted(
-        [HOME_FIRST, ENV_PROMPT, HOME_STOP])
+        [HOME_FIRST, ENV_PROMPT])
     assert all(n.startswith("removed a memdir hook you had customised") for n in removed.notes)
     data = json.loads(settings_path().read_text())
     # The event lists were in the file before memdir: emptied, not deleted.
@@ -194,7 +195,9 @@ def test_a_timeout_the_user_raised_survives_a_reinstall(agent: str, repo: Path) 
     # interpreter: install updates memdir's command and keeps the user's timeout.
     hooks_file = Path.home() / (".claude/settings.json" if agent == "claude-code"
                                 else ".codex/hooks.json")
-    env = {**os.environ, "HOME": str(Path.home())}
+    # The default home: no --home in the commands (test_hooks_install_home.py has those).
+    env = {k: v for k, v in os.environ.items() if k != "MEMDIR_HOME"}
+    env["HOME"] = str(Path.home())
 
     def memdir(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "memdir", "hooks", *args, "--agent", agent],

@@ -87,7 +87,8 @@ def _blocks(lines: list[str], own: bool) -> list[tuple[int, int]]:
     return out
 
 
-def _checked(path: Path, old: str, new: str, python: str | None) -> str:
+def _checked(path: Path, old: str, new: str, python: str | None,
+             args: Sequence[str] = MCP_ARGS) -> str:
     """``new`` when it parses and differs from ``old`` only in memdir's server, else refuse."""
     try:
         after = tomllib.loads(new)
@@ -98,18 +99,18 @@ def _checked(path: Path, old: str, new: str, python: str | None) -> str:
         server = (after or {}).get("mcp_servers", {}).get(MCP_NAME)
         ok = server is None if python is None else (
             server is not None and server.get("command") == python
-            and server.get("args") == list(MCP_ARGS))
+            and server.get("args") == list(args))
     if ok and python is not None:  # the user's own settings of the server (env, timeouts) stay
         before = toml_server(path, old) or {}
         ok = _rest(before) == _rest(server or {})
     if not ok:
-        args = ", ".join(_toml_str(a) for a in MCP_ARGS)
+        listed = ", ".join(_toml_str(a) for a in args)
         raise ConfigError(
             f"{path}: memdir could not edit its [{_TABLE}] table without touching anything else "
             "(is mcp_servers written inline or as dotted keys?)",
             f"remove the memdir server from {path} by hand" if python is None else
             f"add it to {path} by hand: [{_TABLE}] with command = {_toml_str(python)} and "
-            f"args = [{args}]")
+            f"args = [{listed}]")
     return new
 
 
@@ -135,13 +136,15 @@ def _kept_lines(lines: Sequence[str]) -> list[str]:
     return kept
 
 
-def toml_put(path: Path, text: str, python: str) -> tuple[str, list[str]]:
-    """Codex config text with ``[mcp_servers.memdir]`` set to run ``python -m memdir mcp``."""
+def toml_put(path: Path, text: str, python: str,
+             args: Sequence[str] = MCP_ARGS) -> tuple[str, list[str]]:
+    """Codex config text with ``[mcp_servers.memdir]`` set to run ``python`` with ``args``
+    (``-m memdir mcp`` and maybe ``--home HOME``: :func:`memdir.hooks_agents.mcp_args`)."""
     server = toml_server(path, text)
-    if server and server.get("command") == python and server.get("args") == list(MCP_ARGS):
+    if server and server.get("command") == python and server.get("args") == list(args):
         return text, []
-    args = ", ".join(_toml_str(a) for a in MCP_ARGS)
-    block = [f"[{_TABLE}]\n", f"command = {_toml_str(python)}\n", f"args = [{args}]\n"]
+    listed = ", ".join(_toml_str(a) for a in args)
+    block = [f"[{_TABLE}]\n", f"command = {_toml_str(python)}\n", f"args = [{listed}]\n"]
     lines = text.splitlines(keepends=True)
     found = _blocks(lines, own=False)
     if found:
@@ -151,7 +154,7 @@ def toml_put(path: Path, text: str, python: str) -> tuple[str, list[str]]:
         head = text if not text or text.endswith("\n") else text + "\n"
         new = head + ("\n" if head.strip() else "") + "".join(block)
     verb = "registered" if server is None else "updated"
-    return _checked(path, text, new, python), [f"{verb} MCP server {MCP_NAME}"]
+    return _checked(path, text, new, python, args), [f"{verb} MCP server {MCP_NAME}"]
 
 
 def toml_drop(path: Path, text: str) -> tuple[str, list[str]]:

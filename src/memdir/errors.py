@@ -23,6 +23,7 @@ __all__ = [
     "MemdirError",
     "MemoryFileError",
     "MemoryNotFoundError",
+    "MissingExtraError",
     "PathTraversalError",
     "ReadOnlyHomeError",
     "SecretDetectedError",
@@ -123,6 +124,14 @@ class MemoryNotFoundError(MemdirError):
     code = "not_found"
     exit_code = 3
     default_hint = "Use `memdir list` or `memdir search` to find the memory's id."
+
+
+class MissingExtraError(MemdirError):
+    """A command needs an optional part of the package (an extra: ``memdir[mcp]``,
+    ``memdir[server]``...) that is not installed; :mod:`memdir.extras` says which and how."""
+
+    code = "missing_extra"
+    default_hint = 'Install the extra the message names, e.g. pip install "memdir[all]".'
 
 
 class DuplicateNameError(MemdirError):

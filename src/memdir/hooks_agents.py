@@ -10,7 +10,9 @@ Invariants:
 - The functions here are pure: parsed JSON objects in, the same out (Codex's TOML text:
   :mod:`memdir.codex_toml`); reading, backups and writing are :mod:`memdir.hooks_install`'s.
 - Every hook runs the interpreter memdir is installed in, by absolute path:
-  ``<python> -m memdir hook <action>``, so a hook works whatever the agent's PATH is.
+  ``<python> -m memdir hook <action>``, so a hook works whatever the agent's PATH is. A home
+  the hooks would not find by themselves (install's ``home``) follows as ``--home HOME``,
+  quoted for the shell; the MCP server's ``args`` end with it too (:func:`mcp_args`).
 - An entry is memdir's when its command, split the way a shell splits it, is
   ``<program> -m memdir hook <action>`` or ``<dir>/memdir hook <action>``, possibly
   customised: after ``env`` (and its options) and ``NAME=value`` words, with interpreter
@@ -55,6 +57,7 @@ __all__ = [
     "hook_current",
     "hook_entry",
     "hook_group",
+    "mcp_args",
     "mcp_server",
     "memdir_entries",
     "remove_hooks",
@@ -91,19 +94,27 @@ def _quote(word: str) -> str:
     return f'"{word}"' if os.name == "nt" else shlex.quote(word)
 
 
-def hook_command(action: str, python: str) -> str:
-    return f"{_quote(python)} -m memdir hook {action}"
+def hook_command(action: str, python: str, home: str | None = None) -> str:
+    """The shell command of memdir's hook for ``action``; ``home``: the memdir home it names
+    (quoted for the shell), when the hook must not find it by itself."""
+    command = f"{_quote(python)} -m memdir hook {action}"
+    return command if home is None else f"{command} --home {_quote(home)}"
 
 
-def hook_entry(spec: HookSpec, python: str) -> dict[str, object]:
-    return {"type": "command", "command": hook_command(spec.action, python),
+def hook_entry(spec: HookSpec, python: str, home: str | None = None) -> dict[str, object]:
+    return {"type": "command", "command": hook_command(spec.action, python, home),
             "timeout": spec.timeout}
 
 
-def hook_group(spec: HookSpec, python: str) -> dict[str, object]:
+def hook_group(spec: HookSpec, python: str, home: str | None = None) -> dict[str, object]:
     group: dict[str, object] = {} if spec.matcher is None else {"matcher": spec.matcher}
-    group["hooks"] = [hook_entry(spec, python)]
+    group["hooks"] = [hook_entry(spec, python, home)]
     return group
+
+
+def mcp_args(home: str | None = None) -> list[str]:
+    """The MCP server's ``args``: ``-m memdir mcp``, with ``--home HOME`` when given."""
+    return [*MCP_ARGS, *(() if home is None else ("--home", home))]
 
 
 _ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=.*", re.DOTALL)
@@ -125,8 +136,10 @@ def _skip_options(words: list[str], valued: tuple[str, ...]) -> list[str] | None
     return words
 
 
-def _parse_command(command: str) -> tuple[str, bool] | None:
-    """(action, customised) for a memdir hook command; None for anything else."""
+def _parse_command(command: str) -> tuple[str, bool, str | None] | None:
+    """(action, customised, home) for a memdir hook command; None for anything else. ``home``
+    is the value of a ``--home`` after the action of a command otherwise plain: the form
+    install writes to carry a home (whether it counts as customised: :func:`_customised`)."""
     try:
         words = shlex.split(command)
     except ValueError:
@@ -158,6 +171,8 @@ def _parse_command(command: str) -> tuple[str, bool] | None:
     plain, after = plain and len(rest) == len(after), rest
     if after[:1] != ["hook"]:
         return None
+    if plain and len(after) == 4 and after[2] == "--home" and not after[1].startswith("-"):
+        return after[1], False, after[3]
     positional: list[str] = []
     args = after[1:]
     while args:
@@ -171,10 +186,10 @@ def _parse_command(command: str) -> tuple[str, bool] | None:
         args = rest
     if len(positional) != 1:
         return None
-    return positional[0], not plain
+    return positional[0], not plain, None
 
 
-def _parsed(entry: object) -> tuple[str, bool] | None:
+def _parsed(entry: object) -> tuple[str, bool, str | None] | None:
     if not isinstance(entry, dict) or entry.get("type", "command") != "command":
         return None
     command = entry.get("command")
@@ -187,15 +202,19 @@ def hook_action(entry: object) -> str | None:
     return parsed[0] if parsed else None
 
 
-def _customised(entry: object) -> bool:
-    """A memdir entry the user changed beyond what install writes: install leaves it."""
+def _customised(entry: object, home: str | None = None, installing: bool = True) -> bool:
+    """A memdir entry the user changed beyond what install writes: install leaves it. An
+    entry naming a home in install's own form is install's to rewrite when install is given
+    a home (the user asked for that one now); without one, it is the user's choice, kept."""
     parsed = _parsed(entry)
-    return parsed is not None and parsed[1]
+    if parsed is None:
+        return False
+    return parsed[1] or (installing and parsed[2] is not None and home is None)
 
 
-def mcp_server(python: str) -> dict[str, object]:
+def mcp_server(python: str, home: str | None = None) -> dict[str, object]:
     """The ``mcpServers.memdir`` value of the JSON formats (Claude Code, Gemini, Cursor)."""
-    return {"type": "stdio", "command": python, "args": list(MCP_ARGS)}
+    return {"type": "stdio", "command": python, "args": mcp_args(home)}
 
 
 # -- merging into the JSON formats ------------------------------------------------------------
@@ -249,18 +268,18 @@ def _users_timeout(entry: dict[str, Any], spec: HookSpec) -> Any:
 
 
 def _add_hook(groups: list[Any], spec: HookSpec, python: str, kept: list[str],
-              timeouts: list[str]) -> str | None:
+              timeouts: list[str], home: str | None = None) -> str | None:
     """Put memdir's hook for one event in its list of matcher groups; what changed, if
     anything. Customised memdir entries stay as they are (listed in ``kept``); the user's
     timeout of a plain one is kept (listed in ``timeouts``)."""
     found = _positions(groups)
-    custom = [(gi, hi) for gi, hi in found if _customised(groups[gi]["hooks"][hi])]
+    custom = [(gi, hi) for gi, hi in found if _customised(groups[gi]["hooks"][hi], home)]
     plain = [p for p in found if p not in custom]
     kept.extend(f"{spec.event}: {groups[gi]['hooks'][hi]['command']}" for gi, hi in custom)
     if not plain:
         if custom:
             return None
-        groups.append(hook_group(spec, python))
+        groups.append(hook_group(spec, python, home))
         return f"added {spec.event} hook"
     was = copy.deepcopy(groups)
     for gi, hi in reversed(plain[1:]):
@@ -268,25 +287,26 @@ def _add_hook(groups: list[Any], spec: HookSpec, python: str, kept: list[str],
         if not groups[gi]["hooks"]:
             del groups[gi]
     gi, hi = plain[0]
-    entry = hook_entry(spec, python)
+    entry = hook_entry(spec, python, home)
     timeout = _users_timeout(groups[gi]["hooks"][hi], spec)
     if timeout is not None:
         entry["timeout"] = timeout
         text = timeout.text if isinstance(timeout, Number) else timeout
         timeouts.append(f"{spec.event}: {text} s (memdir's default: {spec.timeout} s)")
     if len(groups[gi]["hooks"]) == 1:
-        groups[gi] = hook_group(spec, python)
+        groups[gi] = hook_group(spec, python, home)
     groups[gi]["hooks"][hi] = entry
     return f"updated {spec.event} hook" if groups != was else None
 
 
-def hook_current(groups: list[Any], spec: HookSpec, python: str) -> bool:
+def hook_current(groups: list[Any], spec: HookSpec, python: str,
+                 home: str | None = None) -> bool:
     """True if install would leave this event's list as it is."""
-    return _add_hook(copy.deepcopy(groups), spec, python, [], []) is None
+    return _add_hook(copy.deepcopy(groups), spec, python, [], [], home) is None
 
 
 def add_hooks(data: dict[str, Any], python: str, path: Path, kept: list[str] | None = None,
-              timeouts: list[str] | None = None) -> list[str]:
+              timeouts: list[str] | None = None, home: str | None = None) -> list[str]:
     """Put memdir's hook for each event in ``data`` (a settings object), changed in place.
 
     An event without a memdir entry gets a matcher group of its own at the end of its list; a
@@ -304,7 +324,7 @@ def add_hooks(data: dict[str, Any], python: str, path: Path, kept: list[str] | N
             raise bad_shape(path, f'"hooks.{spec.event}" is not a list',
                              f'make "hooks.{spec.event}" a list of matcher groups')
         change = _add_hook(groups, spec, python, [] if kept is None else kept,
-                           [] if timeouts is None else timeouts)
+                           [] if timeouts is None else timeouts, home)
         if change:
             changes.append(change)
     return changes
@@ -329,7 +349,7 @@ def remove_hooks(data: dict[str, Any], before: dict[str, Any] | None, path: Path
                 entries = [e for e in group["hooks"] if hook_action(e) is None]
                 if customised is not None:
                     customised.extend(f"{event}: {e['command']}" for e in group["hooks"]
-                                      if _customised(e))
+                                      if _customised(e, installing=False))
                 if group["hooks"] and not entries:
                     continue
                 group["hooks"] = entries
@@ -352,13 +372,15 @@ def _servers(data: dict[str, Any], path: Path, create: bool) -> dict[str, Any] |
     return servers
 
 
-def add_server(data: dict[str, Any], python: str, path: Path) -> list[str]:
+def add_server(data: dict[str, Any], python: str, path: Path,
+               home: str | None = None) -> list[str]:
     """Register memdir's MCP server; keys of an existing entry other than type, command and
     args (an ``env``, say) are kept."""
     servers = _servers(data, path, create=True)
     assert servers is not None
     old = servers.get(MCP_NAME)
-    new = {**old, **mcp_server(python)} if isinstance(old, dict) else mcp_server(python)
+    server = mcp_server(python, home)
+    new = {**old, **server} if isinstance(old, dict) else server
     if new == old:
         return []
     servers[MCP_NAME] = new

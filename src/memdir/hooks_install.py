@@ -23,27 +23,36 @@ Invariants:
   is not written back as ``Infinity``, nor ``1.50`` as ``1.5``.
 - A memdir hook the user customised (an ``env`` prefix, ``--home``...) is left as it is,
   and so is a timeout the user set on a plain one; the report's notes say so
-  (:func:`memdir.hooks_agents.add_hooks`).
+  (:func:`memdir.hooks_agents.add_hooks`). One exception: a hook in install's own form with
+  a ``--home`` after the action is rewritten when install is given a home (the newer one).
+- A home given to install (``--home``, ``$MEMDIR_HOME``: :func:`carried_home`) that the
+  hooks would not find by themselves is written into every hook command and the MCP
+  server's args (``--home HOME``), so the agent reads that home whatever its environment.
+- The MCP server is registered only where it can start: without the ``mcp`` extra in the
+  interpreter the entries run, install leaves the MCP file as it is and its notes say how
+  to add the server later; status then does not count the server as missing.
 - Backups, atomic writes and re-planning a file that changed meanwhile:
   :mod:`memdir.settings_files`.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memdir import extras
 from memdir.codex_toml import toml_server
 from memdir.errors import ConfigError
 from memdir.hooks_agents import (
     HOOKS,
-    MCP_ARGS,
     MCP_NAME,
     add_hooks,
     add_server,
     hook_current,
+    mcp_args,
     memdir_entries,
     remove_hooks,
     remove_server,
@@ -70,6 +79,7 @@ __all__ = [
     "Report",
     "Status",
     "Target",
+    "carried_home",
     "install",
     "status",
     "target",
@@ -115,6 +125,8 @@ class Report:
     dry_run: bool
     files: tuple[FileChange, ...]
     notes: tuple[str, ...] = ()
+    home: Path | None = None  # the home the installed commands name (None: their own)
+    mcp_available: bool = True  # False: the mcp extra is missing, the server not registered
 
     @property
     def changed(self) -> bool:
@@ -142,10 +154,11 @@ class Status:
     mcp_file: Path
     mcp_registered: bool
     mcp_current: bool
+    mcp_available: bool = True  # False: the mcp extra is missing; the server cannot run
 
     @property
     def installed(self) -> bool:
-        return self.mcp_current and all(h.current for h in self.hooks)
+        return (self.mcp_current or not self.mcp_available) and all(h.current for h in self.hooks)
 
     def to_dict(self) -> dict[str, Any]:
         return {**_plain(self), "installed": self.installed}
@@ -168,28 +181,75 @@ def _target(agent: str, scope: str, project: Path | None) -> Target:
     return target(agent, scope, find_git_roots(start).worktree if scope == "project" else start)
 
 
+def carried_home(given: str | os.PathLike[str] | None) -> Path | None:
+    """The home the installed commands must name: ``given`` (``--home``) or
+    ``$MEMDIR_HOME``, made absolute; None when neither is set or it is the home a hook finds
+    without them (the config file's ``home``, else the default)."""
+    from memdir.config import read_toml, user_config_path
+    from memdir.paths import default_home
+
+    explicit = given if given is not None else os.environ.get("MEMDIR_HOME") or None
+    if explicit is None:
+        return None
+    home = Path(explicit).expanduser().resolve()
+    value = read_toml(user_config_path()).get("home")
+    found = (Path(value).expanduser().resolve() if isinstance(value, str) and value
+             else default_home())
+    return None if home == found else home
+
+
 def _edits(t: Target, python: str | None, customised: list[str],
-           timeouts: list[str] | None = None) -> list[tuple[Path, Edit]]:
+           timeouts: list[str] | None = None, home: str | None = None,
+           mcp_ok: bool = True) -> list[tuple[Path, Edit]]:
     """The edits that install (``python`` given) or uninstall memdir for one target; the
     customised memdir hooks they leave (install) or remove (uninstall) go to
-    ``customised``, the user's timeouts install keeps to ``timeouts``."""
+    ``customised``, the user's timeouts install keeps to ``timeouts``. ``mcp_ok`` False:
+    install leaves the MCP file alone."""
     hooks, mcp = t.hooks_file, t.mcp_file
     if python:
         hooks_edit = json_edit(hooks, lambda d, _b: add_hooks(d, python, hooks, customised,
-                                                              timeouts))
-        mcp_edit = json_edit(mcp, lambda d, _b: add_server(d, python, mcp))
+                                                              timeouts, home))
+        mcp_edit = json_edit(mcp, lambda d, _b: add_server(d, python, mcp, home))
     else:
         hooks_edit = json_edit(hooks, lambda d, b: remove_hooks(d, b, hooks, customised))
         mcp_edit = json_edit(mcp, lambda d, b: remove_server(d, b, mcp))
     if mcp.suffix == ".toml":
-        mcp_edit = toml_edit(mcp, python)
-    return [(hooks, hooks_edit), (mcp, mcp_edit)]
+        mcp_edit = toml_edit(mcp, python, mcp_args(home))
+    return [(hooks, hooks_edit)] + ([(mcp, mcp_edit)] if mcp_ok else [])
+
+
+def _server(t: Target) -> dict[str, Any] | None:
+    """The memdir MCP server entry of ``t``'s MCP file, or None."""
+    text = read_text(t.mcp_file)
+    if t.mcp_file.suffix == ".toml":
+        return toml_server(t.mcp_file, text or "")
+    servers = loads(t.mcp_file, text).get("mcpServers")
+    server = servers.get(MCP_NAME) if isinstance(servers, dict) else None
+    return server if isinstance(server, dict) else None
+
+
+def _mcp_notes(t: Target, python: str) -> list[str]:
+    """What install says when the mcp extra is missing: no server registered, and how."""
+    notes = [f"the MCP server was not registered: the mcp extra is not installed in {python}; "
+             f"install it ({extras.pip_command('mcp', python)}) and run `memdir hooks "
+             f"install --agent {t.agent}` again to register it"]
+    if _server(t) is not None:
+        notes.append(f"the memdir MCP server already in {t.mcp_file} cannot start until "
+                     f"then; `memdir hooks uninstall --agent {t.agent}` removes it (and the "
+                     "hooks)")
+    return notes
 
 
 def _notes(t: Target, python: str, customised: list[str],
-           timeouts: list[str]) -> tuple[str, ...]:
-    notes = [f"the hooks and the MCP server run {python}; run `memdir hooks install` again "
-             "after moving or recreating that environment"]
+           timeouts: list[str], home: str | None, mcp_ok: bool) -> tuple[str, ...]:
+    runs = "the hooks and the MCP server run" if mcp_ok else "the hooks run"
+    notes = [f"{runs} {python}; run `memdir hooks install` again after moving or recreating "
+             "that environment"]
+    if home is not None:
+        notes.append(f"the installed commands read the memdir home {home} (given by --home "
+                     "or MEMDIR_HOME); install again with another to change it")
+    if not mcp_ok:
+        notes += _mcp_notes(t, python)
     notes += [f"left your customised memdir hook as it is (memdir adds none beside it) in "
               f"{t.hooks_file}: {hook}" for hook in dict.fromkeys(customised)]
     notes += [f"kept your timeout of the memdir hook in {t.hooks_file}: {timeout}"
@@ -210,15 +270,22 @@ def _notes(t: Target, python: str, customised: list[str],
 
 
 def install(agent: str, scope: str = "user", *, project: Path | None = None,
-            python: str | None = None, dry_run: bool = False) -> Report:
-    """Add memdir's hooks and MCP server to ``agent``'s settings (idempotent)."""
+            python: str | None = None, dry_run: bool = False,
+            home: str | os.PathLike[str] | None = None, mcp: bool | None = None) -> Report:
+    """Add memdir's hooks and MCP server to ``agent``'s settings (idempotent). ``home``: the
+    memdir home the installed commands name (None: the one they find by themselves; see
+    :func:`carried_home`). ``mcp``: whether the mcp extra is there (None: ask ``python``);
+    without it, no MCP server is registered."""
     python = python or sys.executable
+    where = None if home is None else str(Path(home).expanduser().resolve())
+    mcp_ok = extras.installed("mcp", python) if mcp is None else mcp
     t = _target(agent, scope, project)
     customised: list[str] = []
     timeouts: list[str] = []
-    files = apply(_edits(t, python, customised, timeouts), dry_run)
+    files = apply(_edits(t, python, customised, timeouts, where, mcp_ok), dry_run)
     return Report("install", agent, scope, dry_run, files,
-                  _notes(t, python, customised, timeouts))
+                  _notes(t, python, customised, timeouts, where, mcp_ok),
+                  None if where is None else Path(where), mcp_ok)
 
 
 def uninstall(agent: str, scope: str = "user", *, project: Path | None = None,
@@ -234,9 +301,12 @@ def uninstall(agent: str, scope: str = "user", *, project: Path | None = None,
 
 
 def status(agent: str, scope: str = "user", *, project: Path | None = None,
-           python: str | None = None) -> Status:
-    """What memdir has installed for ``agent`` (reads only)."""
+           python: str | None = None, home: str | os.PathLike[str] | None = None,
+           mcp: bool | None = None) -> Status:
+    """What memdir has installed for ``agent`` (reads only); ``home`` and ``mcp`` as for
+    :func:`install`: what install would write is what counts as current."""
     python = python or sys.executable
+    where = None if home is None else str(Path(home).expanduser().resolve())
     t = _target(agent, scope, project)
     hooks = loads(t.hooks_file, read_text(t.hooks_file)).get("hooks", {})
     if not isinstance(hooks, dict):
@@ -249,14 +319,11 @@ def status(agent: str, scope: str = "user", *, project: Path | None = None,
         found = memdir_entries(groups)
         command = found[0].get("command") if found else None
         states.append(HookState(spec.event, spec.action, bool(found),
-                                bool(found) and hook_current(groups, spec, python), command))
-    text = read_text(t.mcp_file)
-    if t.mcp_file.suffix == ".toml":
-        server = toml_server(t.mcp_file, text or "")
-    else:
-        servers = loads(t.mcp_file, text).get("mcpServers")
-        server = servers.get(MCP_NAME) if isinstance(servers, dict) else None
-    current = (isinstance(server, dict) and server.get("command") == python
-               and server.get("args") == list(MCP_ARGS))
+                                bool(found) and hook_current(groups, spec, python, where),
+                                command))
+    server = _server(t)
+    current = (server is not None and server.get("command") == python
+               and server.get("args") == mcp_args(where))
+    mcp_ok = extras.installed("mcp", python) if mcp is None else mcp
     return Status(agent, scope, t.hooks_file, tuple(states), t.mcp_file, server is not None,
-                  current)
+                  current, mcp_ok)

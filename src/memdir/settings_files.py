@@ -24,7 +24,7 @@ from __future__ import annotations
 import copy
 import os
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from memdir import safe_open as _safe
 from memdir.codex_toml import toml_drop, toml_put
 from memdir.errors import ConfigError, UnsafeFileError
 from memdir.files import atomic_write
+from memdir.hooks_agents import MCP_ARGS
 from memdir.settings_json import dumps, loads
 
 __all__ = ["BACKUP_SUFFIX", "EXISTED_SUFFIX", "Edit", "FileChange", "apply", "json_edit",
@@ -102,12 +103,13 @@ def _same_toml(a: str, b: str) -> bool:
         return False
 
 
-def toml_edit(path: Path, python: str | None) -> Edit:
-    """Put (``python`` given) or drop memdir's table in a Codex ``config.toml``."""
+def toml_edit(path: Path, python: str | None, args: Sequence[str] = MCP_ARGS) -> Edit:
+    """Put (``python`` given, to run with ``args``) or drop memdir's table in a Codex
+    ``config.toml``."""
 
     def edit(old: str | None, saved: str | None, created: bool) -> tuple[str | None, list[str]]:
         text = old or ""
-        new, changes = toml_put(path, text, python) if python else toml_drop(path, text)
+        new, changes = toml_put(path, text, python, args) if python else toml_drop(path, text)
         if not changes:
             return old, []
         if created and not new.strip():

@@ -7,7 +7,9 @@ its parser here only answers ``--help``, and :data:`HOOK_EVENTS` names the same 
 ``hooks`` is :mod:`memdir.hooks_install`'s; this module parses, prints text or
 (``--json``) one JSON document, and lets :class:`~memdir.errors.MemdirError` through for the
 CLI to show. ``install`` also prints MCP snippets for the agents memdir does not edit itself
-(Gemini CLI, Cursor, Continue). ``status`` exits 1 when something is missing or out of date.
+(Gemini CLI, Cursor, Continue), unless the mcp extra is missing (then no server is
+registered or printed, and the notes say how to add it). The hooks and the server carry
+``--home`` / ``$MEMDIR_HOME`` when it is not the home they would find by themselves.
 """
 
 from __future__ import annotations
@@ -75,9 +77,10 @@ def add_parser(sub: argparse._SubParsersAction[Any], common: argparse.ArgumentPa
                            help="show what would change and write nothing")
 
 
-def snippets(python: str) -> list[dict[str, str]]:
-    """Copy-paste MCP settings for Gemini CLI, Cursor and Continue."""
-    args = ["-m", "memdir", "mcp"]
+def snippets(python: str, home: Path | None = None) -> list[dict[str, str]]:
+    """Copy-paste MCP settings for Gemini CLI, Cursor and Continue (``home``: the memdir home
+    the server must name)."""
+    args = ["-m", "memdir", "mcp", *(() if home is None else ("--home", str(home)))]
     plain = {"mcpServers": {"memdir": {"command": python, "args": args}}}
     typed = {"mcpServers": {"memdir": {"type": "stdio", "command": python, "args": args}}}
     yaml_args = "".join(f"\n      - {json.dumps(a)}" for a in args)
@@ -123,6 +126,11 @@ def _status_text(data: dict[str, Any]) -> str:
                      + (f" {hook['command']}" if hook["command"] else ""))
     mcp = ("registered" if data["mcp_current"] else "registered, out of date"
            if data["mcp_registered"] else "not registered")
+    if not data["mcp_available"]:
+        from memdir.extras import pip_command
+
+        mcp += ("; the mcp extra is not installed, so it cannot run: "
+                f"{pip_command('mcp')} adds it")
     lines.append(f"  MCP server memdir in {data['mcp_file']}: {mcp}")
     return "\n".join(lines)
 
@@ -132,16 +140,18 @@ def run(args: argparse.Namespace) -> int:
     from memdir import hooks_install
 
     project = Path(args.project).expanduser() if getattr(args, "project", None) else None
+    home = hooks_install.carried_home(args.home)  # --home / $MEMDIR_HOME, when not implied
     if args.hooks_action == "status":
-        found = [hooks_install.status(agent, args.scope, project=project).to_dict()
+        found = [hooks_install.status(agent, args.scope, project=project, home=home).to_dict()
                  for agent in ([args.agent] if args.agent else AGENTS)]
         _print(args, found if not args.agent else found[0],
                "\n".join(_status_text(s) for s in found))
         return 0
     if args.hooks_action == "install":
         report = hooks_install.install(args.agent, args.scope, project=project,
-                                       dry_run=args.dry_run).to_dict()
-        report["snippets"] = snippets(sys.executable)
+                                       dry_run=args.dry_run, home=home).to_dict()
+        # No MCP server to paste anywhere without the mcp extra: the notes say so.
+        report["snippets"] = snippets(sys.executable, home) if report["mcp_available"] else []
     else:
         report = hooks_install.uninstall(args.agent, args.scope, project=project,
                                          dry_run=args.dry_run).to_dict()

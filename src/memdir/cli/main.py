@@ -2,13 +2,16 @@
 ``hint:`` lines, and a quick exit. The parser lives in parser.py, the handlers in commands.py.
 
 Invariants: every error a user can cause prints ``error: …`` and ``hint: …`` on stderr and
-exits non-zero (2 for bad input, 3 for not found, 1 otherwise); ``--json`` output is a single
-JSON document on stdout. Start-up imports only the standard library, PyYAML and memdir's
-core (no frameworks): the hooks call this path on every agent session.
+exits non-zero (2 for bad input, 3 for not found, 1 otherwise); a command that needs an extra
+that is not installed says which and how to install it (exit 1), never "internal error";
+``--json`` output is a single JSON document on stdout. Start-up imports only the standard
+library, PyYAML and memdir's core (no frameworks): the hooks call this path on every agent
+session.
 """
 
 from __future__ import annotations
 
+import argparse
 import atexit
 import contextlib
 import json
@@ -53,6 +56,16 @@ def _hook_args(given: list[str]) -> list[str] | None:
     return given[:at] + given[at + 1:]
 
 
+def _failed(args: argparse.Namespace, exc: MemdirError) -> int:
+    """Show ``exc`` (one JSON error document with ``--json``); its exit status."""
+    if getattr(args, "json", False):
+        error = {"code": exc.code, "message": exc.message, "hint": exc.hint}
+        print(json.dumps({"error": error}), file=sys.stderr)
+    else:
+        print(f"error: {exc.message}\nhint: {exc.hint}", file=sys.stderr)
+    return exc.exit_code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
     hook_args = _hook_args(given)
@@ -82,18 +95,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return commands.run(args)
     except MemdirError as exc:
-        if getattr(args, "json", False):
-            error = {"code": exc.code, "message": exc.message, "hint": exc.hint}
-            print(json.dumps({"error": error}), file=sys.stderr)
-        else:
-            print(f"error: {exc.message}\nhint: {exc.hint}", file=sys.stderr)
-        return exc.exit_code
+        return _failed(args, exc)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0
     except Exception as exc:
+        if isinstance(exc, ModuleNotFoundError):  # an extra not installed: say which
+            from memdir.extras import from_import_error
+
+            extra = from_import_error(exc, f"memdir {args.command}")
+            if extra is not None:
+                return _failed(args, extra)
         if os.environ.get("MEMDIR_DEBUG"):
             raise
         print(f"error: internal error: {exc.__class__.__name__}: {exc}\n"

@@ -3,7 +3,8 @@
 Invariants:
 - Importing this module imports no framework: FastAPI, uvicorn and the PostgreSQL driver are
   imported inside :func:`run`, only when a server actually starts (``--show-token`` needs
-  none of them).
+  none of them). Without the ``server`` extra (or ``postgres``, for ``--database``) it
+  stops before creating a token or opening a store, with an error naming the extra.
 - The store is the Markdown + SQLite store of ``$MEMDIR_HOME`` seen from ``--project``, or,
   with ``--database`` (or ``$MEMDIR_DATABASE``), a PostgreSQL store. It is opened once before
   serving, so a bad project or database fails at start, not at the first request.
@@ -98,6 +99,7 @@ def _browser_host(host: str) -> str:
 def run(args: argparse.Namespace) -> int:
     from memdir.config import resolve_home
     from memdir.errors import ConfigError
+    from memdir.extras import require
     from memdir.server.auth import is_loopback, load_or_create_token
 
     home = resolve_home(args.home)
@@ -113,6 +115,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.request_timeout > 0:
         raise ConfigError(f"--request-timeout must be more than 0, not {args.request_timeout}",
                           "give seconds, e.g. --request-timeout 30")
+    # Before anything is created or opened: without the extras there is nothing to serve.
+    require("server", "memdir serve")
+    if args.database:
+        require("postgres", "memdir serve --database")
     token = "" if args.no_token else load_or_create_token(home)
     factory, kind = _factory(args, home)
 
