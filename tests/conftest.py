@@ -37,6 +37,7 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_DATA_HOME", str(fake_home / ".local" / "share"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(fake_home / ".config"))
     monkeypatch.delenv("MEMDIR_DEBUG", raising=False)
+    monkeypatch.delenv("MEMDIR_NOW", raising=False)  # the real clock unless a test fixes it
     # No test may talk to the developer's team server; tests that want one start their own.
     monkeypatch.delenv("MEMDIR_SERVER", raising=False)
     monkeypatch.delenv("MEMDIR_TOKEN", raising=False)

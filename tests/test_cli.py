@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -824,24 +823,6 @@ def test_project_option_selects_another_project(cli: CLI, home: Path, repo: Path
     assert ids(cli_json(from_there)) == [there["id"]]
     assert list_ids(cli) == [here["id"]]
     assert list_ids(cli, "--project", str(other)) == [there["id"]]
-
-
-def test_relative_dates_become_absolute(cli: CLI) -> None:
-    def next_thursday(today: date) -> str:
-        return (today + timedelta(days=(3 - today.weekday() - 1) % 7 + 1)).isoformat()
-
-    before = date.today()
-    memory = store(cli, "Merge freeze after Thursday", "project")
-    after = date.today()
-    expected = {f"Merge freeze after {next_thursday(d)}" for d in (before, after)}
-    assert memory["content"] in expected
-    assert memory["name"] in expected
-    _, body = frontmatter(Path(memory["file"]))
-    assert body.strip() in expected
-    assert "Thursday" not in Path(memory["file"]).read_text()
-
-    kept = store(cli, "Thursday's standup is at 10:00", "project")
-    assert kept["content"] == "Thursday's standup is at 10:00"
 
 
 def test_common_options_also_work_before_the_command(cli: CLI, home: Path, tmp_path: Path) -> None:

@@ -93,7 +93,8 @@ def test_relative_dates_become_absolute(home: Path, repo: Path) -> None:
     fixed = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)  # a Monday
     with Memdir(home=home, project=repo, clock=lambda: fixed, sync_interval=0) as md:
         memory = md.store("Merge freeze after Thursday; release in 2 weeks", type="project")
-    assert memory.body == "Merge freeze after 2026-03-05; release on 2026-03-16"
+    assert memory.body == ("Merge freeze after Thursday (2026-03-05); "
+                           "release in 2 weeks (2026-03-16)")
 
 
 def test_search_stems_ranks_and_filters(md: Memdir) -> None:

@@ -8,7 +8,7 @@ against a real index, and the sanitised FTS5 queries are checked by a real SQLit
 from __future__ import annotations
 
 import sqlite3
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from hypothesis import HealthCheck, example, given, settings
@@ -229,7 +229,9 @@ DATE_WORDS = [
     "on", "by", "after", "before", "until", "till", "from", "since", "due", "in", "ago", "a",
     "an", "one", "twelve", "3", "07", "999", "1000", "days", "day", "weeks", "months", "years",
     "thursday's", "'s", "`", "```", "`in 3 days`", "\n", " ", "  ", ",", ".", "-", "2026-11-21",
-    "on 2026-11-21", "the week of 2026-11-16", "November 2026", "(night)",
+    "on 2026-11-21", "the week of 2026-11-16", "November 2026", "(night)", "end", "of", "the",
+    "weekend", "morning", "night", "eod", "(2026-11-21)", "(December 2026)", "(2026)", "(", ")",
+    "'s", "’s", "(2026-11-16 to 2026-11-22)",
 ]
 
 date_texts = st.one_of(
@@ -248,16 +250,19 @@ anchors = st.dates(min_value=date(1900, 1, 1), max_value=date(2500, 12, 31))
 @example(text="see you tomorrow's meeting `tomorrow` ```\ntoday\n```", anchor=date(2026, 1, 31))
 # The first pass turns "today" into "2000-01-01"; a second pass then read "01 week ago".
 @example(text="today week ago", anchor=date(2000, 1, 1))
+@example(text="tomorrow morning", anchor=date(2026, 11, 26))
 def test_absolutize_dates_is_total_and_idempotent(text: str, anchor: date) -> None:
     once = absolutize_dates(text, anchor)
     assert isinstance(once, str)
     assert absolutize_dates(once, anchor) == once
+    # consolidation re-runs it later, from another day: still nothing added
+    assert absolutize_dates(once, anchor + timedelta(days=400)) == once
 
 
 def test_absolutize_dates_rewrites_relative_phrases() -> None:
     anchor = date(2026, 11, 21)  # a Saturday
-    assert absolutize_dates("deploy tomorrow", anchor) == "deploy 2026-11-22"
-    assert absolutize_dates("after Thursday", anchor) == "after 2026-11-26"
+    assert absolutize_dates("deploy tomorrow", anchor) == "deploy tomorrow (2026-11-22)"
+    assert absolutize_dates("after Thursday", anchor) == "after Thursday (2026-11-26)"
     assert absolutize_dates("Thursday's standup", anchor) == "Thursday's standup"
     assert absolutize_dates("`tomorrow`", anchor) == "`tomorrow`"
-    assert absolutize_dates("in 3 days", anchor) == "on 2026-11-24"
+    assert absolutize_dates("in 3 days", anchor) == "in 3 days (2026-11-24)"

@@ -136,8 +136,8 @@ def test_writes_are_validated_the_same_way(store: Any) -> None:
     assert store.list(status="all") == []
     kept = store.store("We decided yesterday to freeze the API <private>my pin 4455</private>",
                        type="decision")
-    assert "4455" not in kept.body and "yesterday" not in kept.body
-    assert "2026-01-04" in kept.body
+    assert "4455" not in kept.body
+    assert "decided yesterday (2026-01-04) to freeze" in kept.body
     with pytest.raises(SecretDetectedError):
         store.update(kept.id, content="token = ghp_abcdefghijklmnopqrstuvwxyz0123456789")
     assert store.get(kept.id).body == kept.body

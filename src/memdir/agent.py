@@ -121,8 +121,9 @@ conversation when they matter.
 ## How to save a memory
 Run `memdir store --type TYPE [--scope user|project] "CONTENT"`, or write a file
 `{project.path}/TYPE_short-name.md` with frontmatter (name, description, type) and the
-content as its body. Make relative dates absolute ("Thursday" -> "2026-03-05"). Feedback
-memories carry **Why:** and **How to apply:** lines.
+content as its body. `memdir store` dates relative words ("after Thursday" -> "after
+Thursday (2026-03-05)"); in a file, write the date yourself. Feedback memories carry
+**Why:** and **How to apply:** lines.
 
 ## What NOT to save
 {_NOT_TO_SAVE}

@@ -38,7 +38,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from memdir.dates import absolutize_dates
+from memdir.dates import absolutize_dates, anchor_day
 from memdir.history import history, undo_last
 from memdir.model import RELEVANCE_WORDS, Memory, Scope, format_time
 from memdir.search import strength
@@ -193,10 +193,11 @@ def plan(md: Memdir, at: datetime, llm: LLM | None = None) -> Plan:
                 ops.append(Operation("promote", f"reinforced {since} times since its last "
                                                 "promotion", (m.id,), scope,
                                      {"relevance": step, "promoted_at": m.reinforced}))
-            fixed = absolutize_dates(m.body, m.created.astimezone().date())
+            day = anchor_day(m.created)
+            fixed = absolutize_dates(m.body, day)
             if fixed != m.body:
                 ops.append(Operation("dates", "relative dates made absolute (counted from "
-                                              f"{m.created.date().isoformat()})", (m.id,),
+                                              f"{day.isoformat()})", (m.id,),
                                      scope, {"body": fixed}))
     ops.extend(_gathers(md))
     if llm is not None and llm.available:

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime
 from typing import Any, cast
 
-from memdir.dates import absolutize_dates
+from memdir.dates import absolutize_dates, anchor_day
 from memdir.errors import InvalidMemoryError
 from memdir.markdown import parse_relevance
 from memdir.model import (
@@ -71,6 +72,8 @@ def _first_line(text: str, limit: int) -> str:
     if len(line) <= limit:
         return line
     cut = line[:limit].rsplit(" ", 1)[0]
+    # A parenthesis cut open is a date cut in two ("next week (2026-11-30 to…"): drop it whole.
+    cut = re.sub(r"\s*\([^()]*$", "", cut)
     return (cut or line[:limit]).rstrip(" ,.;:") + "…"
 
 
@@ -236,7 +239,7 @@ def revise(current: Memory, *, taxonomy: Taxonomy, now: datetime, content: str |
     keep_desc = content is None or current.description != default_description(current.body)
     candidate = draft(
         content if content is not None else current.body, type=current.type,
-        scope=current.scope, taxonomy=taxonomy, now=now, anchor=now.astimezone().date(),
+        scope=current.scope, taxonomy=taxonomy, now=now, anchor=anchor_day(now),
         name=name if name is not None else (current.name if keep_name else None),
         description=description if description is not None else (
             current.description if keep_desc else None),

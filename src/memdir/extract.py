@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
+from memdir.dates import anchor_day
 from memdir.errors import MemdirError, SecretDetectedError
 from memdir.model import Memory, Scope, format_time
 from memdir.safety import find_secrets, redact_secrets, strip_private
@@ -165,7 +166,8 @@ Rules:
 0.5-0.6 useful context, 0.1-0.4 minor.
 - feedback memories (corrections or confirmations of how the assistant works) also give \
 "why" and "how_to_apply".
-- Write dates as absolute dates; today is {today}.
+- Keep dates in the words said ("after Thursday", "next Friday"): memdir adds the \
+date by fixed rules; write a date yourself only as YYYY-MM-DD; today is {today}.
 Reply with JSON only: {{"memories": [{{"type": ..., "content": ..., "relevance": ...}}]}}."""
 
 
@@ -351,7 +353,7 @@ def extract(md: Memdir, transcript: Transcript, *, llm: LLM | None, dry_run: boo
     raws: list[Raw] | None = None
     method: Literal["llm", "rules"] = "rules"
     if llm is not None and llm.available and window:
-        raws = _by_llm(llm, window, taxonomy, at.astimezone().date().isoformat())
+        raws = _by_llm(llm, window, taxonomy, anchor_day(at).isoformat())
         method = "llm" if raws is not None else "rules"
     if raws is None:
         users = dataclasses.replace(transcript, messages=tuple(fresh)).user_messages()

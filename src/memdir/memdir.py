@@ -125,12 +125,13 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
     # -- writing -----------------------------------------------------------------------------
 
     def _draft(self, content: str, scope: Scope, **kw: Any) -> Memory:
-        from memdir.draft import draft  # write path only: keeps read commands light
+        from memdir.dates import anchor_day  # write path only: keeps read commands light
+        from memdir.draft import draft
 
         mdir = self.directory(scope)
         stamp = self._clock()
         return draft(content, scope=scope, taxonomy=mdir.taxonomy, now=stamp,
-                     anchor=stamp.astimezone().date(), **kw)
+                     anchor=anchor_day(stamp), **kw)
 
     def store(self, content: str, *, type: str, scope: Scope = "project",
               name: str | None = None, description: str | None = None,

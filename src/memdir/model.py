@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
+
+from memdir.errors import ConfigError
 
 __all__ = [
     "KNOWN_KEYS",
@@ -161,8 +164,21 @@ def _jsonable(value: Any) -> Any:
 
 
 def now() -> datetime:
-    """The current time, UTC, to the second (files store seconds)."""
-    return datetime.now(UTC).replace(microsecond=0)
+    """The current time, UTC, to the second (files store seconds).
+
+    ``MEMDIR_NOW`` (an ISO 8601 time such as ``2026-11-26T10:00:00Z``; UTC without an offset)
+    fixes it, for tests and demos that need a known "today": unset, the clock is real."""
+    fixed = os.environ.get("MEMDIR_NOW")
+    return _fixed_now(fixed) if fixed else datetime.now(UTC).replace(microsecond=0)
+
+
+@lru_cache(maxsize=4)
+def _fixed_now(text: str) -> datetime:
+    parsed = parse_time(text)
+    if parsed is None:
+        raise ConfigError(f"MEMDIR_NOW={text!r} is not a time",
+                          "give an ISO 8601 time such as 2026-11-26T10:00:00Z, or unset it")
+    return parsed.astimezone(UTC).replace(microsecond=0)
 
 
 @lru_cache(maxsize=256)  # a batch stamps many memories with the same few seconds

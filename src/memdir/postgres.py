@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
+from memdir.dates import anchor_day
 from memdir.draft import draft, relevance_of, revise
 from memdir.errors import (
     DatabaseError,
@@ -142,7 +143,7 @@ class PostgresStore:
             raise InvalidMemoryError(f"unknown scope {scope!r}", "use user, project or team")
         stamp = self.clock()
         return draft(content, scope=scope, taxonomy=self.taxonomy, now=stamp,
-                     anchor=stamp.astimezone().date(), **fields)
+                     anchor=anchor_day(stamp), **fields)
 
     def _insert(self, conn: Conn, memory: Memory, tail: str) -> DictRow | None:
         """One INSERT (``tail``: what to do on a conflict); a fresh id if the given is taken."""
