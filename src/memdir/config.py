@@ -138,7 +138,8 @@ def _projects(data: dict[str, Any], where: str) -> dict[str, ProjectSettings]:
     out: dict[str, ProjectSettings] = {}
     table = data.get("projects", {})
     if not isinstance(table, dict):
-        raise ConfigError(f"[projects] in {where} must be a table", "see the README's Settings")
+        raise ConfigError(f"[projects] in {where} must be a table",
+                          'write [projects."/path/to/repo"] tables; see docs/settings.md')
     for root, entry in table.items():
         if not isinstance(entry, dict):
             continue
