@@ -45,6 +45,7 @@ from memdir.context_index import index_lines as index_lines_of
 from memdir.errors import InvalidMemoryError
 from memdir.index import row_to_memory
 from memdir.model import RELEVANCE_WORDS, Memory
+from memdir.neutralise import neutralise_lines
 from memdir.ranking import JOIN, PATH_BOOST, POOL, Ranking, active_where, types_of
 from memdir.search import (
     glob_matches,
@@ -182,7 +183,10 @@ class _Filler:
                               budget=self.budget)
 
     def fits(self, items: Sequence[ContextItem], index: str) -> bool:
-        return count_tokens(self.render(items, index)) <= self.budget
+        return self.tokens(items, index) <= self.budget
+
+    def tokens(self, items: Sequence[ContextItem], index: str) -> int:
+        return count_tokens(self.render(items, index))
 
     def memories(self) -> list[Memory]:
         return [item.memory for item in self.items]
@@ -233,12 +237,18 @@ class _Filler:
             else:
                 high = mid - 1
         kept, misses = list(lines[:low]), 0
+        spare = self.budget - self.tokens(self.items, _hinted(kept, len(lines)))
         for line in lines[low + 1:]:  # lines[low] did not fit: later, shorter ones may
             if misses >= GIVE_UP_AFTER:
                 break
-            if self.fits(self.items, _hinted([*kept, line], len(lines))):
+            # A line adds at least its own tokens less two (rounding, one digit fewer in the
+            # last line's count): one that cannot fit is passed over without rendering.
+            if count_tokens(neutralise_lines(line)) - 2 > spare:
+                continue
+            tokens = self.tokens(self.items, _hinted([*kept, line], len(lines)))
+            if tokens <= self.budget:
                 kept.append(line)
-                misses = 0
+                spare, misses = self.budget - tokens, 0
             else:
                 misses += 1
         if kept:
