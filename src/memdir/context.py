@@ -289,8 +289,8 @@ def build_context(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], *, index:
         filler.fill("C", _layer_c(conn, dirs, query, at, ranking), upto=budget,
                     most=PROCEDURES)
     project = [str(d.path) for d in dirs if d.scope == "project"]
-    count = filler.add_index(index_lines_of(index, filler.memories(), project[0])
-                                   if index and project else [])
+    lines = index_lines_of(index, filler.memories(), project[0]) if index and project else []
+    count = filler.add_index(lines)
     text = filler.render(filler.items, filler.index)
     if count_tokens(text) > budget_tokens:  # even the empty frame does not fit: inject nothing
         text = ""
