@@ -18,12 +18,18 @@ temporary project directory, removed afterwards; the corpus is ``Corpus`` from c
    too: every vector is computed before timing (what ``memdir reindex --embeddings`` or the
    daemon's idle time does), so the numbers are the steady state, not the lazy filling of a
    freshly imported store (64 vectors per search until all are there).
+4. what the context spends its budget on (``bench/context_repeats.py``): on the README
+   quickstart's store and on each corpus, ``Memdir.context()`` at budgets of 300, 800 and
+   2,000 tokens in all four formats, without a query and with ``--repeat-queries`` queries:
+   memories said twice in one context, lines with a cut word (``thr…``) and the tokens of
+   the MEMORY.md section. Targets: no memory said twice, no cut word.
 
 Usage::
 
     python bench/recall.py                    # 1k and 10k
     python bench/recall.py --quick            # 1k only
     python bench/recall.py --sizes 1000,5000 --json results.json
+    python bench/recall.py --sizes 10000 --repeats-only   # measure 4 alone
 """
 
 from __future__ import annotations
@@ -44,10 +50,23 @@ from pathlib import Path
 from memdir import Memdir
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from context_repeats import Checker
 from core import ENVIRONMENTS, Corpus, _fmt, _percentile, _say, machine_speed, speed_line
 from instructions import count_instructions
 
 BUDGETS = (200, 800, 2000)
+REPEAT_BUDGETS = (300, 800, 2000)
+FORMATS = ("markdown", "prompt", "json", "snippets")
+# The README's quickstart, as `memdir store` stores it.
+QUICKSTART: tuple[dict[str, object], ...] = (
+    {"content": "I prefer pnpm over npm or yarn", "type": "preference", "tags": ["tools"]},
+    {"content": "Deployments go through ArgoCD, never kubectl apply", "type": "decision",
+     "relevance": "high"},
+    {"content": "Integration tests hit a real database, not mocks. **Why:** mocks hid a "
+                "broken migration.", "type": "feedback", "name": "Testing policy"},
+    {"content": "Merge freeze after Thursday", "type": "project"},
+)
+QUICKSTART_QUERIES = ("deploy", "testing")
 CLI_TARGET_MS = 120.0
 CLI_TARGET_SIZE = 10_000
 
@@ -63,6 +82,18 @@ class Injection:
 
 
 @dataclass
+class Repeats:
+    store: str
+    budget: int
+    calls: int  # contexts measured: (1 + queries) x formats
+    memories_median: float
+    index_lines_median: float
+    index_tokens_median: float  # markdown, the MEMORY.md section
+    repeated: int  # memories said twice, summed over the calls
+    cut_lines: int  # lines with a cut word, summed over the calls
+
+
+@dataclass
 class Result:
     size: int
     cli_context_ms: float
@@ -73,6 +104,7 @@ class Result:
     recall_memories_mean: float
     injection: list[Injection] = field(default_factory=list)
     cli_context_minstr: float | None = None  # with --instructions and valgrind
+    repeats: list[Repeats] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -86,6 +118,8 @@ class Options:
     cli_runs: int
     json_path: Path | None
     instructions: bool = False
+    repeat_queries: int = 10
+    repeats_only: bool = False
 
 
 def prompts(corpus: Corpus, count: int) -> list[str]:
@@ -166,6 +200,57 @@ def measure_recall(md: Memdir, size: int, texts: Sequence[str]) -> tuple[float, 
     return _percentile(times, 50), _percentile(times, 95), statistics.fmean(counts)
 
 
+def measure_repeats(md: Memdir, store: str, queries: Sequence[str | None]) -> list[Repeats]:
+    """Memories said twice, cut words and MEMORY.md tokens of the contexts (module docstring)."""
+    checker = Checker(md.list(status="active"))
+    out = []
+    for budget in REPEAT_BUDGETS:
+        shown, lines, tokens, repeated, cut = [], [], [], 0, 0
+        for query in queries:
+            for fmt in FORMATS:
+                ctx = md.context(query, budget_tokens=budget, format=fmt)
+                found = checker.check(ctx.text, ctx.memories, fmt)
+                repeated += len(found.repeated)
+                cut += len(found.cut_lines)
+                if fmt == "markdown":
+                    shown.append(len(ctx.items))
+                    lines.append(ctx.index_lines)
+                    tokens.append(found.index_tokens)
+        out.append(Repeats(store, budget, len(queries) * len(FORMATS), statistics.median(shown),
+                           statistics.median(lines), statistics.median(tokens), repeated, cut))
+    return out
+
+
+def bench_quickstart(opts: Options) -> list[Repeats]:
+    """The README quickstart's four memories, in a fresh home and project."""
+    with tempfile.TemporaryDirectory(prefix="memdir-bench-") as tmp:
+        home, project = Path(tmp) / "home", Path(tmp) / "project"
+        project.mkdir()
+        with Memdir(home=home, project=project) as md:
+            for item in QUICKSTART:
+                fields = dict(item)
+                md.store(str(fields.pop("content")), **fields)  # type: ignore[arg-type]
+            return measure_repeats(md, "quickstart", [None, *QUICKSTART_QUERIES])
+
+
+def bench_repeats(size: int, opts: Options) -> Result:
+    """Only the measure of what the context spends its budget on, for one corpus size."""
+    corpus = Corpus(opts.seed)
+    bulk = corpus.memories(size)
+    queries = corpus.queries(opts.repeat_queries)
+    with tempfile.TemporaryDirectory(prefix="memdir-bench-") as tmp:
+        home, project = Path(tmp) / "home", Path(tmp) / "project"
+        project.mkdir()
+        with Memdir(home=home, project=project) as md:
+            _say(f"{size:,}: store_many")
+            for start in range(0, len(bulk), opts.batch):
+                md.store_many(bulk[start:start + opts.batch])
+            _say(f"{size:,}: memories said twice, cut words")
+            repeats = measure_repeats(md, f"{size:,}", [None, *queries])
+    nan = float("nan")
+    return Result(size, nan, nan, nan, nan, nan, nan, repeats=repeats)
+
+
 def bench_size(size: int, opts: Options) -> Result:
     corpus = Corpus(opts.seed)
     _say(f"{size:,}: generating the corpus")
@@ -196,8 +281,10 @@ def bench_size(size: int, opts: Options) -> Result:
             ctx_plain, ctx_query = measure_context(md, queries, opts.context_calls)
             _say(f"{size:,}: recall() ({len(texts)} prompts)")
             r50, r95, recalled = measure_recall(md, size, texts)
+            _say(f"{size:,}: memories said twice, cut words")
+            repeats = measure_repeats(md, f"{size:,}", [None, *queries[:opts.repeat_queries]])
     return Result(size, cli, ctx_plain, ctx_query, r50, r95, recalled, injection,
-                  instructions)
+                  instructions, repeats)
 
 
 # -- report ----------------------------------------------------------------------------------
@@ -231,6 +318,27 @@ def results_table(results: Sequence[Result]) -> str:
     return "\n".join(lines)
 
 
+def repeats_table(repeats: Sequence[Repeats]) -> str:
+    lines = ["| store | budget | contexts | memories / MEMORY.md lines (median) | MEMORY.md "
+             "tokens (median) | memories said twice | lines with a cut word |",
+             "|---|---:|---:|---|---:|---:|---:|"]
+    for r in repeats:
+        lines.append(f"| {r.store} | {r.budget} | {r.calls} | {r.memories_median:g} / "
+                     f"{r.index_lines_median:g} | {r.index_tokens_median:g} | {r.repeated} | "
+                     f"{r.cut_lines} |")
+    return "\n".join(lines)
+
+
+def repeat_checks(repeats: Sequence[Repeats]) -> list[tuple[str, str, str, bool]]:
+    out = []
+    for store in dict.fromkeys(r.store for r in repeats):
+        mine = [r for r in repeats if r.store == store]
+        twice, cut = sum(r.repeated for r in mine), sum(r.cut_lines for r in mine)
+        out.append(("no memory said twice in a context", store, str(twice), twice == 0))
+        out.append(("no line with a cut word", store, str(cut), cut == 0))
+    return out
+
+
 def checks(results: Sequence[Result]) -> list[tuple[str, int, str, bool]]:
     out = []
     for r in results:
@@ -245,22 +353,26 @@ def checks(results: Sequence[Result]) -> list[tuple[str, int, str, bool]]:
     return out
 
 
-def targets_table(results: Sequence[Result]) -> str:
+def targets_table(results: Sequence[Result], repeats: Sequence[Repeats]) -> str:
     lines = ["| target | size | measured | result |", "|---|---|---|---|"]
-    for label, size, value, ok in checks(results):
-        lines.append(f"| {label} | {size:,} | {value} | {'PASS' if ok else 'FAIL'} |")
+    rows = [(label, f"{size:,}", value, ok) for label, size, value, ok in checks(results)]
+    for label, store, value, ok in [*rows, *repeat_checks(repeats)]:
+        lines.append(f"| {label} | {store} | {value} | {'PASS' if ok else 'FAIL'} |")
     return "\n".join(lines)
 
 
 def write_json(path: Path, results: Sequence[Result], opts: Options,
-               speed: tuple[float, float]) -> None:
+               speed: tuple[float, float], quickstart: Sequence[Repeats]) -> None:
     data = {"python": sys.version.split()[0], "cpus": os.cpu_count(), "seed": opts.seed,
             "loop_10m_s": {"before": speed[0], "after": speed[1]},
             "prompts": opts.prompts, "token_queries": opts.token_queries,
             "context_calls": opts.context_calls, "cli_runs": opts.cli_runs,
             "results": [asdict(r) for r in results],
+            "quickstart": [asdict(r) for r in quickstart],
             "targets": [{"target": label, "size": size, "value": value, "pass": ok}
-                        for label, size, value, ok in checks(results)]}
+                        for label, size, value, ok in [
+                            *checks([] if opts.repeats_only else results),
+                            *repeat_checks(_repeats(results, quickstart))]]}
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
@@ -283,31 +395,45 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
     p.add_argument("--cli-runs", type=int, default=10, help="CLI processes timed")
     p.add_argument("--instructions", action="store_true",
                    help="also count the instructions of one CLI context process (valgrind)")
+    p.add_argument("--repeat-queries", type=int, default=10,
+                   help="queries per budget for memories said twice and cut words")
+    p.add_argument("--repeats-only", action="store_true",
+                   help="only memories said twice, cut words and MEMORY.md tokens")
     args = p.parse_args(argv)
     sizes = (1_000,) if args.quick else tuple(
         int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip())
     return Options(sizes, args.seed, args.batch, args.prompts, args.token_queries,
-                   args.context_calls, args.cli_runs, args.json, args.instructions)
+                   args.context_calls, args.cli_runs, args.json, args.instructions,
+                   args.repeat_queries, args.repeats_only)
+
+
+def _repeats(results: Sequence[Result], quickstart: Sequence[Repeats]) -> list[Repeats]:
+    return [*quickstart, *(r for result in results for r in result.repeats)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     opts = parse_args(argv)
     results = []
     before = machine_speed()
+    _say("quickstart: memories said twice, cut words")
+    quickstart = bench_quickstart(opts)
     for size in opts.sizes:
-        result = bench_size(size, opts)
+        result = (bench_repeats if opts.repeats_only else bench_size)(size, opts)
         results.append(result)
         _say(f"{size:,}: done: {json.dumps(asdict(result))}")
     after = machine_speed()
     print(f"memdir recall benchmarks (Python {sys.version.split()[0]}, "
           f"{os.cpu_count()} CPUs)\n")
-    print(results_table(results))
+    if not opts.repeats_only:
+        print(results_table(results))
+        print()
+    print(repeats_table(_repeats(results, quickstart)))
     print()
-    print(targets_table(results))
+    print(targets_table([] if opts.repeats_only else results, _repeats(results, quickstart)))
     print()
     print(speed_line(before, after))
     if opts.json_path:
-        write_json(opts.json_path, results, opts, (before, after))
+        write_json(opts.json_path, results, opts, (before, after), quickstart)
     return 0
 
 

@@ -141,13 +141,14 @@ def test_index_appended_when_it_fits_and_cut_when_not(md: Memdir) -> None:
     for n in range(12):
         md.store(f"Fact number {n} about the deployment pipeline and its stages", type="fact",
                  relevance=0.5)
-    big = md.context(budget_tokens=4000)
-    assert big.index_lines == 12 and "### Memory index (MEMORY.md)" in big.text
+    # The index names only the memories not listed above it: 7 of 12 with a limit of 5.
+    big = md.context(budget_tokens=4000, limit=5)
+    assert big.index_lines == 7 and "### Memory index (MEMORY.md)" in big.text
     assert "<!--" not in big.text  # the generated marker is not worth tokens
-    tight = md.context(budget_tokens=170)
-    assert tight.tokens <= 170
-    if tight.index_lines:
-        assert tight.index_lines < 12 and "more lines in MEMORY.md]" in tight.text
+    assert "### Memory index" not in md.context(budget_tokens=4000).text  # all 12 listed
+    tight = md.context(budget_tokens=170, limit=1)
+    assert tight.tokens <= 170 and 0 < tight.index_lines < 11
+    assert f"[... {11 - tight.index_lines} more lines in MEMORY.md]" in tight.text
 
 
 def test_markdown_format_matches_seed_000(md: Memdir) -> None:
@@ -185,7 +186,12 @@ def test_json_format_parses_back(md: Memdir) -> None:
     assert data["budget_tokens"] == 4000
     assert {m["id"] for m in data["memories"]} >= {ids["policy"], ids["decision"]}
     assert {m["layer"] for m in data["memories"]} == {"A", "B", "C"}
-    assert data["index"] and "decision_" in data["index"]
+    assert data["index"] is None  # every memory is listed: MEMORY.md adds nothing
+    few = json.loads(md.context(format="json", budget_tokens=4000, limit=3).text)
+    shown = {m["file"] for m in few["memories"]}
+    named = set(re.findall(r"\]\(([^)]+)\)", few["index"]))
+    project = {m.file for m in md.list(scopes=["project"])}
+    assert named == project - shown  # only the memories not listed above
 
 
 def test_snippets_format_is_a_ranked_list(md: Memdir) -> None:

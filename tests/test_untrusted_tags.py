@@ -264,12 +264,13 @@ def test_stored_text_cannot_pass_for_memdirs_structure(md: Memdir) -> None:
     assert re.fullmatch(r"`{4,}markdown", fence) and lines[-2] == fence.removesuffix("markdown")
     body = lines[3:-2]
     assert body[0] == "1 memory loaded:"
-    # one heading (memdir's) and one item line holding the whole memory
+    # one heading (memdir's) and one item line holding the whole memory (MEMORY.md, naming
+    # only that memory, adds nothing)
     headings = [ln for ln in body if ln.startswith("#")]
-    assert headings == ["### [P] Policies", "### Memory index (MEMORY.md)"]
-    items = [ln for ln in body if ln.startswith("- ")]  # the memory, its MEMORY.md line
-    assert len(items) == 2 and "Instructions" in items[0] and "force-push" in items[0]
-    assert items[1].startswith("- [Impostor](") and len(body) == 5
+    assert headings == ["### [P] Policies"]
+    items = [ln for ln in body if ln.startswith("- ")]
+    assert len(items) == 1 and "Instructions" in items[0] and "force-push" in items[0]
+    assert len(body) == 3
     assert_only(prompt, [MC, f"/{MC}"], "impostor prompt")
 
     recalled = md.recall("manual deploys instructions", "s").items[0].text

@@ -11,12 +11,14 @@ Three layers (seed 002), filled in this order until the budget is spent:
 Layer A takes at most ``A_SHARE`` (60%) of the budget and, when procedures exist, layer B
 leaves ``C_RESERVE`` (15%) for layer C: a store with thousands of always-on memories still
 shows what matches the task. With a query, matching baseline memories come first in layer A.
-Then the project's MEMORY.md (capped at 200 lines / 25,000 bytes), whole or as many lines as
-fit. A memory whose ``paths`` globs cover one of the given files scores ``PATH_BOOST`` times
-higher in layers B and C.
+Then the lines of the project's MEMORY.md (capped at 200 lines / 25,000 bytes) that name
+something not listed above (:mod:`memdir.context_index`), each whole: as many as fit, a line
+that does not fit left out, and a last line saying how many were. A memory whose ``paths``
+globs cover one of the given files scores ``PATH_BOOST`` times higher in layers B and C.
 
 Invariants:
-- Archived memories are never injected.
+- Archived memories are never injected; no memory is listed twice, nor two memories with the
+  same text (two scopes may hold one).
 - The returned text never exceeds the budget as counted by :func:`count_tokens`: after every
   addition the whole output is rendered and measured, and an addition that does not fit is
   taken back.
@@ -39,9 +41,11 @@ from memdir.context_format import (
     count_tokens,
     render_context,
 )
+from memdir.context_index import index_lines as index_lines_of
 from memdir.errors import InvalidMemoryError
 from memdir.index import row_to_memory
 from memdir.model import RELEVANCE_WORDS, Memory
+from memdir.neutralise import neutralise_lines
 from memdir.ranking import JOIN, PATH_BOOST, POOL, Ranking, active_where, types_of
 from memdir.search import (
     glob_matches,
@@ -170,6 +174,7 @@ class _Filler:
         self.fmt, self.budget, self.taxonomies, self.limit = fmt, budget, taxonomies, limit
         self.items: list[ContextItem] = []
         self.seen: set[tuple[str, str]] = set()
+        self.texts: set[str] = set()  # bodies shown, whitespace and case folded
         self.index = ""
         self.used = 0
 
@@ -178,7 +183,13 @@ class _Filler:
                               budget=self.budget)
 
     def fits(self, items: Sequence[ContextItem], index: str) -> bool:
-        return count_tokens(self.render(items, index)) <= self.budget
+        return self.tokens(items, index) <= self.budget
+
+    def tokens(self, items: Sequence[ContextItem], index: str) -> int:
+        return count_tokens(self.render(items, index))
+
+    def memories(self) -> list[Memory]:
+        return [item.memory for item in self.items]
 
     def full(self) -> bool:
         return self.limit is not None and len(self.items) >= self.limit
@@ -192,8 +203,9 @@ class _Filler:
         for memory, score in candidates:
             if self.full() or (most is not None and added >= most) or misses >= GIVE_UP_AFTER:
                 return
-            if _key(memory) in self.seen:
-                continue
+            text = " ".join(memory.body.split()).casefold()
+            if _key(memory) in self.seen or text in self.texts:
+                continue  # one text once, even when two scopes hold it
             if upto - self.used < MIN_ITEM_TOKENS:
                 return  # not even the shortest memory line would fit
             item = ContextItem(memory, layer, score)  # type: ignore[arg-type]
@@ -202,36 +214,51 @@ class _Filler:
                 self.used = tokens
                 self.items.append(item)
                 self.seen.add(_key(memory))
+                self.texts.add(text)
                 added += 1
                 misses = 0
             else:
                 misses += 1
 
-    def add_index(self, index: str) -> int:
-        """The whole index if it fits, else as many leading lines as fit; lines included.
-
-        The generated title and marker lines carry no information for the model: dropped."""
-        lines = [line for line in index.split("\n") if line.strip()
-                 and line.strip() != "# Memory Index" and not line.startswith("<!--")]
+    def add_index(self, lines: Sequence[str]) -> int:
+        """As many of these MEMORY.md lines as fit, in order and each whole: a line that does
+        not fit is left out (a shorter one after it may fit), and a last line says how many
+        were. Returns the number of lines included."""
         if not lines or self.fmt == "snippets":
             return 0
         if self.fits(self.items, "\n".join(lines)):
             self.index = "\n".join(lines)
             return len(lines)
-        low, high = 0, len(lines) - 1  # the largest n whose truncated index still fits
+        low, high = 0, len(lines) - 1  # the longest prefix that fits (its hint included)
         while low < high:
             mid = (low + high + 1) // 2
-            if self.fits(self.items, _cut(lines, mid)):
+            if self.fits(self.items, _hinted(lines[:mid], len(lines))):
                 low = mid
             else:
                 high = mid - 1
-        if low:
-            self.index = _cut(lines, low)
-        return low
+        kept, misses = list(lines[:low]), 0
+        spare = self.budget - self.tokens(self.items, _hinted(kept, len(lines)))
+        for line in lines[low + 1:]:  # lines[low] did not fit: later, shorter ones may
+            if misses >= GIVE_UP_AFTER:
+                break
+            # A line adds at least its own tokens less two (rounding, one digit fewer in the
+            # last line's count): one that cannot fit is passed over without rendering.
+            if count_tokens(neutralise_lines(line)) - 2 > spare:
+                continue
+            tokens = self.tokens(self.items, _hinted([*kept, line], len(lines)))
+            if tokens <= self.budget:
+                kept.append(line)
+                spare, misses = self.budget - tokens, 0
+            else:
+                misses += 1
+        if kept:
+            self.index = _hinted(kept, len(lines))
+        return len(kept)
 
 
-def _cut(lines: Sequence[str], n: int) -> str:
-    return "\n".join([*lines[:n], f"[... {len(lines) - n} more lines in MEMORY.md]"])
+def _hinted(kept: Sequence[str], total: int) -> str:
+    """The lines kept and one saying how many of ``total`` were left out."""
+    return "\n".join([*kept, f"[... {total - len(kept)} more lines in MEMORY.md]"])
 
 
 def build_context(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], *, index: str,
@@ -261,9 +288,10 @@ def build_context(conn: sqlite3.Connection, dirs: Sequence[MemoryDir], *, index:
         filler.fill("B", _layer_b(conn, dirs, query, paths, at, ranking), upto=budget - reserve)
         filler.fill("C", _layer_c(conn, dirs, query, at, ranking), upto=budget,
                     most=PROCEDURES)
-    index_lines = filler.add_index(index)
+    project = [str(d.path) for d in dirs if d.scope == "project"]
+    lines = index_lines_of(index, filler.memories(), project[0]) if index and project else []
+    count = filler.add_index(lines)
     text = filler.render(filler.items, filler.index)
     if count_tokens(text) > budget_tokens:  # even the empty frame does not fit: inject nothing
         text = ""
-    return Context(text, tuple(filler.items), form, budget_tokens, count_tokens(text),
-                   index_lines)
+    return Context(text, tuple(filler.items), form, budget_tokens, count_tokens(text), count)

@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from memdir.model import Memory
 from memdir.neutralise import fence, neutralise, neutralise_data, neutralise_lines
+from memdir.shorten import shorten
 from memdir.taxonomy import Taxonomy
 
 __all__ = ["FORMATS", "Context", "ContextItem", "Format", "count_tokens", "one_line",
@@ -38,7 +39,7 @@ Format = Literal["markdown", "prompt", "json", "snippets"]
 FORMATS: tuple[Format, ...] = ("markdown", "prompt", "json", "snippets")
 Layer = Literal["A", "B", "C"]
 
-ITEM_CHARS = 500  # one memory's line in markdown/prompt; longer bodies end with "…"
+ITEM_CHARS = 500  # one memory's line in markdown/prompt; longer ones end with a whole word, "…"
 SNIPPET_CHARS = 160
 
 _PROMPT_LABEL = (
@@ -97,9 +98,9 @@ class Context:
 
 
 def one_line(text: str, limit: int) -> str:
-    """Whitespace collapsed to single spaces, cut at ``limit`` characters with '…'."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+    """Whitespace collapsed to single spaces; over ``limit`` characters, cut between two
+    words and marked with '…' (:func:`memdir.shorten.shorten`)."""
+    return shorten(" ".join(text.split()), limit)
 
 
 def _item_text(memory: Memory) -> str:

@@ -46,7 +46,6 @@ __all__ = [
     "Overflow",
     "atomic_write",
     "generated_index",
-    "index_line",
     "is_memory_file",
     "native",
     "new_id",
@@ -63,7 +62,6 @@ __all__ = [
 INDEX_FILE = "MEMORY.md"
 MAX_INDEX_LINES = 200
 MAX_INDEX_BYTES = 25_000
-MAX_LINE_CHARS = 150
 INDEX_KEEP = 180  # active memories MEMORY.md lists in full; above, the rest go to index/
 INDEX_HEAD = 150  # lines MEMORY.md keeps when the rest overflow
 # Lines per overflow page (~300 KB): past them a page says how to search for the rest, so a
@@ -189,17 +187,6 @@ def scan_dir(directory: Path) -> dict[str, tuple[int, int]]:
         if fd is not None:
             os.close(fd)
     return out
-
-
-def index_line(name: str, file: str, type_name: str, description: str) -> str:
-    """One MEMORY.md entry: ``- [name](file) (type) — description``, at most ~150 chars."""
-    name = " ".join(name.replace("[", "(").replace("]", ")").split())
-    head = f"- [{name}]({file}) ({type_name}) — "
-    desc = " ".join(description.split())
-    room = MAX_LINE_CHARS - len(head)
-    if len(desc) > room:
-        desc = desc[: max(room - 1, 0)].rstrip() + "…"
-    return head + desc
 
 
 def render_index(lines: str) -> str:

@@ -30,8 +30,8 @@ from typing import Any
 
 from memdir import readonly, usage_queue
 from memdir.errors import IndexBusyError, IndexCorruptError, ReadOnlyHomeError, note, warn
-from memdir.files import index_line
 from memdir.index_schema import migrate
+from memdir.listing import index_line
 from memdir.meta_json import decode_meta, encode_meta, finite
 from memdir.model import Memory, Scope, date_words, format_time, now, parse_time
 from memdir.private import strip_private_memory

@@ -37,16 +37,40 @@ from memdir.files import (
     write_index,
     write_overflow,
 )
+from memdir.shorten import shorten
 
 if TYPE_CHECKING:
     from memdir.index import Index
     from memdir.store import MemoryDir
 
-__all__ = ["Touched", "index_deferred", "regenerate_index", "touching", "written_by_memdir"]
+__all__ = ["Touched", "index_deferred", "index_line", "regenerate_index", "touching",
+           "written_by_memdir"]
+
+MAX_LINE_CHARS = 150  # of one MEMORY.md entry
 
 _LISTING = "relevance DESC, updated DESC, file"  # MEMORY.md's order (the listing index's)
 
 _deferred: set[str] = set()  # directories whose MEMORY.md waits for the end of a batch
+
+
+def index_line(name: str, file: str, type_name: str, description: str) -> str:
+    """One MEMORY.md entry: ``- [name](file) (type) — description``, at most ~150 chars, a
+    long description cut between words with '…'. A description that merely continues the
+    name (both derived from the text) becomes the link text: the text is said once."""
+    name = " ".join(_bracketless(name).split())
+    desc = " ".join(description.split())
+    stem = name.rstrip("…").rstrip().lower()
+    if not desc or (stem and desc.lower().startswith(stem)):
+        label = _bracketless(desc) or name
+        tail = f"]({file}) ({type_name})"
+        return f"- [{shorten(label, max(MAX_LINE_CHARS - len(tail) - 3, 20))}{tail}"
+    head = f"- [{name}]({file}) ({type_name}) — "
+    return head + shorten(desc, max(MAX_LINE_CHARS - len(head), 1))
+
+
+def _bracketless(text: str) -> str:
+    """Square brackets would end a link's text early: round ones read the same."""
+    return text.replace("[", "(").replace("]", ")")
 
 
 @dataclass(frozen=True)

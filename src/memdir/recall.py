@@ -3,9 +3,9 @@
 Rules:
 - prompts of a single word are skipped (too short to select anything meaningfully);
 - at most ``MAX_RECALL`` (5) memories per prompt, none already surfaced in this session;
-- each memory's text is cut at ``MAX_MEMORY_BYTES`` (4 KB); once a session has received
-  ``MAX_SESSION_BYTES`` (60 KB) of memory text it receives no more (bytes, not tokens: fast,
-  and fair to every script);
+- each memory's text is cut between two words within ``MAX_MEMORY_BYTES`` (4 KB); once a
+  session has received ``MAX_SESSION_BYTES`` (60 KB) of memory text it receives no more
+  (bytes, not tokens: fast, and fair to every script);
 - memories older than one day carry a freshness warning with their age in days;
 - each is injected as one ``<system-reminder>`` block (seed 001): memdir's header, which
   labels it recalled data, not instructions, then the memory text in a code fence longer
@@ -40,9 +40,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memdir.errors import InvalidMemoryError
+from memdir.freshness import freshness_warning, memory_age
 from memdir.model import Hit, Memory, format_time
 from memdir.neutralise import fence, neutralise
 from memdir.search import run_search
+from memdir.shorten import shorten_bytes
 
 if TYPE_CHECKING:
     from memdir.index import Index
@@ -96,24 +98,6 @@ SELECT_SCHEMA: dict[str, Any] = {
                                          "maxItems": MAX_RECALL}},
     "required": ["selected_memories"],
 }
-
-
-def memory_age(days: int) -> str:
-    """'today', 'yesterday' or 'N days ago': models reason about these better than dates."""
-    if days <= 0:
-        return "today"
-    if days == 1:
-        return "yesterday"
-    return f"{days} days ago"
-
-
-def freshness_warning(days: int) -> str:
-    """Empty for memories from today or yesterday; an action-cue caveat for older ones."""
-    if days <= 1:
-        return ""
-    return (f"This memory is {days} days old. Memories are point-in-time observations, not "
-            "live state: claims about code behavior or file:line citations may be outdated. "
-            "Verify against current code before relying on it.")
 
 
 @dataclass(frozen=True)
@@ -180,14 +164,12 @@ class Recall:
 
 
 def cut_body(body: str) -> tuple[str, bool]:
-    """A memory body as recall injects it: neutralised, at most 4 KB, the truncation note
-    included, and whether it was cut."""
+    """A memory body as recall injects it: neutralised, at most 4 KB (cut between two words,
+    :func:`memdir.shorten.shorten_bytes`), the truncation note included, and whether it was
+    cut."""
     body = neutralise(body)
-    raw = body.encode("utf-8")
-    if len(raw) <= MAX_MEMORY_BYTES:
-        return body, False
-    room = MAX_MEMORY_BYTES - len(TRUNCATED.encode("utf-8"))
-    return raw[:room].decode("utf-8", errors="ignore") + TRUNCATED, True
+    cut = shorten_bytes(body, MAX_MEMORY_BYTES, TRUNCATED)
+    return cut, cut != body
 
 
 def _session(conn: sqlite3.Connection, session_id: str) -> tuple[int, set[tuple[str, str]]]:
