@@ -97,6 +97,10 @@ def test_an_access_adds_less_strength_than_a_use_in_sql_and_python(md: Memdir,
     gain_shown = strength(memories[shown.id], tax, at) - before
     gain_used = strength(memories[used.id], tax, at) - before
     assert 0 < gain_shown < gain_used
+    # An explicit reinforcement counts as a use, exactly.
+    base = memories[shown.id].replace(access_count=0, used_count=0)
+    assert strength(base.replace(reinforced=1), tax, at) == strength(
+        base.replace(used_count=1), tax, at) > strength(base.replace(access_count=1), tax, at)
     # The SQL twin (session-start ranking, stats) agrees with Python on every memory.
     sql = sorted(active_strengths(md.index.conn, [md.directory("project")], at))
     assert sql == pytest.approx(sorted(strength(m, tax, at) for m in memories.values()),
