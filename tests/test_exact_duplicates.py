@@ -69,9 +69,9 @@ def test_an_index_with_the_old_hashes_is_migrated(home: Path, repo: Path) -> Non
         conn.execute("UPDATE memories SET norm_hash = ? WHERE dir = ? AND file = ?",
                      (old, dir_, file))
     latest = len(MIGRATIONS)
-    version = 1 + next(n for n, (name, _) in enumerate(MIGRATIONS)
-                       if name.startswith("exact duplicates ignore trailing"))
-    conn.execute("DELETE FROM schema_migrations WHERE version = ?", (version,))
+    rehash = next(n for n, (name, _) in enumerate(MIGRATIONS, start=1)
+                  if name.startswith("exact duplicates ignore trailing"))
+    conn.execute("DELETE FROM schema_migrations WHERE version = ?", (rehash,))
     conn.close()
     with Memdir(home=home, project=repo, sync_interval=0) as md:
         again = md.store("I prefer pnpm over npm", type="preference")

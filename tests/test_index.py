@@ -12,6 +12,7 @@ from memdir import Memdir
 from memdir.index import BM25_WEIGHTS, DEFER_FTS_ROWS, Index, memory_to_row
 from memdir.index_schema import MIGRATIONS, statements
 from memdir.search import OVERFETCH, fts_query
+from memdir.strength import boost
 
 
 def test_connection_settings(md: Memdir) -> None:
@@ -68,17 +69,17 @@ def test_rows_written_before_the_julian_day_column_get_it(home: Path, repo: Path
         assert jd == expected and jd > rows[0][0]
 
 
-def _rank(relevance: float, reinforced: int, uses: int, updated_jd: float,
+def _rank(relevance: float, reinforced: int, shown: int, used: int, updated_jd: float,
           accessed_jd: float | None) -> float:
     """The strength key's formula (memdir.index.strength_key_sql), in Python."""
     last = max(updated_jd, accessed_jd or 0.0)
-    return math.log2(relevance * (1 + 0.25 * math.log1p(reinforced + uses))) + last / 90.0
+    return math.log2(relevance * boost(shown, reinforced + used)) + last / 90.0
 
 
 def _ranks(conn: sqlite3.Connection) -> list[tuple[float, float]]:
     rows = conn.execute(
         "SELECT m.strength_key, m.relevance, m.reinforced, COALESCE(u.access_count, 0), "
-        "m.updated_jd, julianday(u.last_accessed) FROM memories m "
+        "COALESCE(u.used_count, 0), m.updated_jd, julianday(u.last_accessed) FROM memories m "
         "LEFT JOIN usage u ON u.dir = m.dir AND u.id = m.id ORDER BY m.rowid").fetchall()
     return [(row[0], _rank(*row[1:])) for row in rows]
 
@@ -100,11 +101,15 @@ def test_the_strength_key_follows_every_write_and_every_access(md: Memdir) -> No
     after = {m.id: conn.execute("SELECT strength_key FROM memories WHERE id = ?",
                                 (m.id,)).fetchone()[0] for m in stored}
     assert [after[m.id] > before[m.id] for m in stored] == [True, True, True, False, False]
-    # An index from before migration 15: the column, the index and the version go back.
+    # An index from before migration 15: the column, the index and the version go back, and
+    # migration 22 (the bounded formula) gives the keys of today's formula again.
     with md.index.write() as w:
         w.execute("DROP INDEX memories_strength_key")
         w.execute("ALTER TABLE memories DROP COLUMN strength_key")
-        w.execute("DELETE FROM schema_migrations WHERE version = 15")
+        w.execute("ALTER TABLE usage DROP COLUMN used_count")
+        w.execute("ALTER TABLE usage DROP COLUMN last_used")
+        w.execute("ALTER TABLE recall_surfaced DROP COLUMN used")
+        w.execute("DELETE FROM schema_migrations WHERE version IN (15, 22)")
     md.index.close()
     conn = md.index.conn
     assert [round(r, 9) for r, _ in _ranks(conn)] == [round(after[m.id], 9) for m in stored]
@@ -313,7 +318,7 @@ def test_reindex_and_reconcile_of_many_files_fill_the_fts_index(md: Memdir) -> N
 def test_math_functions_python_gives_where_sqlite_has_none() -> None:
     # SQLite builds without the math functions get Python ones; they must give what
     # SQLite's give, NULL outside the domain included, or the strength key would differ.
-    from memdir.index import _log
+    from memdir.index_schema import _exp, _log
 
     conn = sqlite3.connect(":memory:")
     values = [0.25, 1.0, 3.5, 2461042.6, 0.0, -1.0, None]
@@ -324,3 +329,9 @@ def test_math_functions_python_gives_where_sqlite_has_none() -> None:
     assert python == [tuple(pytest.approx(x) if x is not None else None for x in row)
                       for row in builtin]
     assert python[-3:] == [(None, None)] * 3
+    # exp (the strength's boost): the same values, and NULL for NULL.
+    exps = [-0.5, 0.0, 1.0, -30.0, None]
+    builtin_exp = [conn.execute("SELECT exp(?)", (v,)).fetchone()[0] for v in exps]
+    conn.create_function("exp", 1, _exp, deterministic=True)
+    python_exp = [conn.execute("SELECT exp(?)", (v,)).fetchone()[0] for v in exps]
+    assert python_exp == [pytest.approx(x) if x is not None else None for x in builtin_exp]

@@ -360,6 +360,40 @@ def test_stats_count_what_is_stored(store: Any) -> None:
     assert stats.to_dict()["total"] == 3
 
 
+def test_a_recalled_memory_the_agent_drew_on_counts_as_used_once(store: Any,
+                                                                  clock: Clock) -> None:
+    from memdir.transcript import parse_transcript
+
+    deploy = store.store("Deploys go through make release on staging-3", type="procedure")
+    tests = store.store("Integration tests hit the real PostgreSQL on port 5433",
+                        type="policy")
+    recalled = store.recall("how do we deploy to staging and run the integration tests",
+                            "session-u")
+    assert {item.memory.id for item in recalled.items} == {deploy.id, tests.id}
+    clock.advance(minutes=5)
+    said = parse_transcript([{"role": "user", "content": "go ahead"},
+                             {"role": "assistant", "content": "Releasing to staging-3 now."}])
+    assert store.record_uses("session-u", said) == 1
+    assert store.record_uses("session-u", said) == 0  # once per session
+    assert store.record_uses("another-session", said) == 0  # injected into none there
+    counts = {m.id: (m.access_count, m.used_count, m.last_used)
+              for m in store.list()}
+    assert counts == {deploy.id: (1, 1, clock.now), tests.id: (1, 0, None)}
+    for _ in range(2):  # two more sessions recall it, none uses it
+        clock.advance(minutes=1)
+        store.recall(f"integration tests on PostgreSQL, session {_}", f"later-{_}")
+    use = store.stats().to_dict()["usefulness"]
+    assert {k: use[k] for k in ("shown", "injected", "used", "ratio")} == {
+        "shown": 4, "injected": 4, "used": 1, "ratio": 0.25}
+    assert use["by_scope"] == {"project": {"shown": 4, "injected": 4, "used": 1,
+                                           "ratio": 0.25}}
+    assert [(m["id"], m["used"], m["injected"]) for m in use["most_useful"]] == [
+        (deploy.id, 1, 1)]
+    assert [(m["id"], m["used"], m["injected"]) for m in use["never_used"]] == [
+        (tests.id, 0, 3)]
+    assert use["never_used_after"] == 3
+
+
 # -- meaning: both stores with the embed extra rank words and vectors alike -------------------
 
 # Varied memories, and queries that share no word with the memory they should find.

@@ -13,17 +13,20 @@ Never `playwright install`: the browser is Debian's /usr/bin/chromium.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page, Request, expect, sync_playwright
 
+from hook_support import run_memdir
 from server_support import Server, running_server
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -322,6 +325,66 @@ def test_narrow_screen_has_no_sideways_scroll(seeded: Server, browser: Browser,
     overflow = page.evaluate(
         "document.scrollingElement.scrollWidth - document.scrollingElement.clientWidth")
     assert overflow <= 0, f"the page scrolls sideways by {overflow}px at 390px"
+    assert not watch.console_errors, watch.console_errors
+    assert not watch.page_errors, watch.page_errors
+    context.close()
+
+
+def _agent_session(server: Server, repo: Path, tmp_path: Path) -> None:
+    """Three agent sessions through the real hooks: each starts with the context (every seed
+    memory injected), and in the last one the agent runs the script the pitfall names."""
+    for n in range(3):
+        run_memdir(["hook", "session-start"], server.home, repo, json.dumps(
+            {"session_id": f"web-{n}", "cwd": str(repo), "hook_event_name": "SessionStart"}))
+    at = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=1)
+    lines = [("user", "The cache is cold again, can you fix it?"),
+             ("assistant", "Warming it now with scripts/warm.sh as after every deploy.")]
+    transcript = tmp_path / "agent.jsonl"
+    transcript.write_text("".join(json.dumps({
+        "type": role, "uuid": f"w{n}", "sessionId": "web-2", "cwd": str(repo),
+        "timestamp": (at + timedelta(seconds=n)).isoformat().replace("+00:00", "Z"),
+        "isSidechain": False, "message": {"role": role, "content": text}}) + "\n"
+        for n, (role, text) in enumerate(lines)))
+    run_memdir(["hook", "stop"], server.home, repo, json.dumps(
+        {"session_id": "web-2", "cwd": str(repo), "transcript_path": str(transcript)}))
+
+
+def test_usefulness_shows_what_was_used_and_what_never_was(
+        seeded: Server, browser: Browser, repo: Path, tmp_path: Path) -> None:
+    server = seeded
+    _agent_session(server, repo, tmp_path)
+    with server.client() as client:
+        use = client.get("/api/memory/stats").json()["usefulness"]
+    pitfall = api_memory(server, "Friday deploys break the cache")
+    assert use["used"] == 1 and use["injected"] == 3 * len(SEED)
+    assert [m["id"] for m in use["most_useful"]] == [pitfall["id"]]
+    assert len(use["never_used"]) == len(SEED) - 1 and pitfall["id"] not in {
+        m["id"] for m in use["never_used"]}
+
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    watch = Watch()
+    watch.attach(page)
+    page.goto(f"{server.url}/#token={server.token}")
+    panel = page.get_by_test_id("usefulness")
+    expect(panel.get_by_test_id("use-summary")).to_have_text(
+        f"1 of {3 * len(SEED)} injections used (7%) · shown {use['shown']} times in all")
+    useful = panel.get_by_test_id("most-useful").get_by_test_id("use-row")
+    expect(useful).to_have_count(1)
+    expect(useful.first).to_have_attribute("data-id", pitfall["id"])
+    expect(useful.first).to_contain_text("1 used")
+    idle = panel.get_by_test_id("never-used").get_by_test_id("use-row")
+    expect(idle).to_have_count(len(SEED) - 1)
+    assert [r.get_attribute("data-id") for r in idle.all()] == [
+        m["id"] for m in use["never_used"]]
+    expect(idle.first).to_contain_text("3 injected")
+    panel.scroll_into_view_if_needed()
+    Shots(page, "web-usefulness", tmp_path)("01-panel", full=True)
+    # A row opens its memory, whose used count the detail shows.
+    useful.first.click()
+    detail = page.get_by_test_id("detail")
+    expect(detail.get_by_test_id("detail-name")).to_have_text(pitfall["name"])
+    expect(detail.get_by_test_id("detail-used-count")).to_have_text("1")
     assert not watch.console_errors, watch.console_errors
     assert not watch.page_errors, watch.page_errors
     context.close()

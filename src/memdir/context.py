@@ -43,7 +43,7 @@ from memdir.context_format import (
 )
 from memdir.context_index import index_lines as index_lines_of
 from memdir.errors import InvalidMemoryError
-from memdir.index import row_to_memory
+from memdir.index import USAGE_COLUMNS, row_to_memory
 from memdir.model import RELEVANCE_WORDS, Memory
 from memdir.neutralise import neutralise_lines
 from memdir.ranking import JOIN, PATH_BOOST, POOL, Ranking, active_where, types_of
@@ -72,7 +72,7 @@ GIVE_UP_AFTER = 10  # consecutive candidates that did not fit: the budget is eff
 
 def _load(conn: sqlite3.Connection, rowids: Sequence[int]) -> dict[int, Memory]:
     rows = conn.execute(
-        f"SELECT m.*, u.access_count, u.last_accessed {JOIN} "
+        f"SELECT m.*, {USAGE_COLUMNS} {JOIN} "
         f"WHERE m.rowid IN ({','.join('?' * len(rowids))})", list(rowids)).fetchall()
     return {row["rowid"]: row_to_memory(row) for row in rows}
 

@@ -11,7 +11,8 @@ Events (Claude Code's names in brackets; Codex sends the same shape):
   it answers within ``DAEMON_WAIT``) selects, the hook claims what it injects; else the hook
   selects and claims by itself.
 - ``stop`` [Stop] and ``pre-compact`` [PreCompact]: extraction from what is new in
-  ``transcript_path`` (plus ``last_assistant_message`` when given); nothing when
+  ``transcript_path`` (plus ``last_assistant_message`` when given), and the injected memories
+  the agent drew on in it counted as used (:mod:`memdir.uses`); nothing when
   ``stop_hook_active`` is true. Only a Claude Code or Codex session file is read, from the
   session's offset and in bounded memory (:mod:`memdir.hook_transcript`). With an
   LLM configured the extraction is detached into a background process (the model may take
@@ -204,9 +205,24 @@ def _extract(data: Mapping[str, Any]) -> None:
         if not claim_window(md, reading):
             _log("extract", "another hook read this stretch of the transcript first")
             return
+        _record_uses(md, "extract", reading)
         report = md.extract(reading.transcript, session_id=reading.session_id or None)
     _log("extract", f"{len(report.stored)} stored, {len(report.reinforced)} reinforced, "
                     f"{len(report.skipped)} skipped ({report.method})")
+
+
+def _record_uses(md: Memdir, event: str, reading: Any) -> None:
+    """Count the injected memories the agent drew on in this stretch (:mod:`memdir.uses`).
+    A failure is logged: extraction goes on, and the agent never notices."""
+    if not reading.session_id:
+        return
+    try:
+        used = md.record_uses(reading.session_id, reading.transcript)
+    except Exception as exc:  # usage is a signal; the hook's work goes on without it
+        _log(event, f"uses not counted ({exc.__class__.__name__}: {exc})")
+        return
+    if used:
+        _log(event, f"{used} injected memories used")
 
 
 def _log_window(event: str, reading: Any) -> None:
@@ -239,6 +255,8 @@ def _session_end(data: Mapping[str, Any]) -> None:
         del tail
         reading = read_for_extract(md, path, session)
         claimed = claim_window(md, reading)
+        if claimed:
+            _record_uses(md, "session-end", reading)
         report = md.extract(reading.transcript if claimed else dataclasses.replace(
             reading.transcript, messages=()), session_id=reading.session_id or None)
         dreamt = md.dream()

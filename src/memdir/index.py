@@ -10,7 +10,9 @@ Invariants:
   any time. FTS5 also indexes each memory's search context and its days as words
   (:func:`memdir.model.date_words` of ``created`` and ``date``), which nothing shows. The
   ``usage`` table is not derived: it is keyed by (directory, memory id) so it survives a
-  rebuild, a rename and a reclassify.
+  rebuild, a rename and a reclassify. It counts what was *shown* (``access_count``,
+  ``last_accessed``: every read that returned the memory) apart from what was *used*
+  (``used_count``, ``last_used``: sessions whose agent drew on it, :mod:`memdir.uses`).
 - Updating usage never fails a read: it uses a short lock wait; counts that cannot be written
   then are queued in a file of the home (:mod:`memdir.usage_queue`) and applied by the next
   write transaction that commits, in any process.
@@ -21,23 +23,23 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
-import math
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from memdir import readonly, usage_queue
 from memdir.errors import IndexBusyError, IndexCorruptError, ReadOnlyHomeError, note, warn
-from memdir.index_schema import migrate
+from memdir.index_schema import math_functions, migrate
 from memdir.listing import index_line
 from memdir.meta_json import decode_meta, encode_meta, finite
 from memdir.model import Memory, Scope, date_words, format_time, now, parse_time
 from memdir.private import strip_private_memory
+from memdir.strength import boost_sql
 
-__all__ = ["BM25_WEIGHTS", "KEY_HALF_LIFE_DAYS", "MEMORY_COLUMNS", "Index", "busy_timeout_ms",
-           "connect", "set_deadline", "strength_key_sql"]
+__all__ = ["BM25_WEIGHTS", "KEY_HALF_LIFE_DAYS", "MEMORY_COLUMNS", "USAGE_COLUMNS", "Index",
+           "busy_timeout_ms", "connect", "set_deadline", "strength_key_sql"]
 
 BUSY_TIMEOUT_MS = 30_000
 USAGE_TIMEOUT_MS = 100
@@ -65,19 +67,24 @@ MEMORY_COLUMNS = (
 # strongest memories are read from an index (memories_strength_key) instead of computing every
 # memory's strength at every session start (memdir.ranking). For a memory last updated or
 # accessed at Julian day t, before now: strength = weight(type) × 2 ** (key − now / 90), where
-#   key = log2(relevance × (1 + 0.25 × ln(1 + reinforced + access_count))) + t / 90
-# (DESIGN §4's formula, for the usual 90-day half-life; NULL at relevance 0). SQLite computes
-# it in the one statement that writes a row, and :meth:`Index.touch` when usage changes it.
+#   key = log2(relevance × boost(access_count, reinforced + used_count)) + t / 90
+# (memdir.strength's formula, for the usual 90-day half-life; NULL at relevance 0). SQLite
+# computes it in the one statement that writes a row, and when usage changes it
+# (:meth:`Index.touch`, :mod:`memdir.uses`, the usage queue).
 KEY_HALF_LIFE_DAYS = 90.0
 _USAGE_OF = "(SELECT {column} FROM usage WHERE dir = {dir} AND id = {id})"
+#: The usage counters read with a memory's row (``u`` is the usage table joined to it).
+USAGE_COLUMNS = "u.access_count, u.last_accessed, u.used_count, u.last_used"
 
 
 def strength_key_sql(dir: str, id: str, relevance: str, reinforced: str, updated_jd: str) -> str:
     """The strength key of one row as SQL, from SQL expressions for its columns (and its
     usage)."""
-    uses = f"COALESCE({_USAGE_OF.format(column='access_count', dir=dir, id=id)}, 0)"
+    uses = f"max(0, {reinforced})"
+    counted = _USAGE_OF.format(column=boost_sql("access_count", f"{uses} + used_count"),
+                               dir=dir, id=id)
     seen = f"COALESCE({_USAGE_OF.format(column='julianday(last_accessed)', dir=dir, id=id)}, 0)"
-    return (f"log2({relevance} * (1 + 0.25 * ln(1 + max(0, {reinforced} + {uses})))) + "
+    return (f"log2({relevance} * COALESCE({counted}, {boost_sql('0', uses)})) + "
             f"max({updated_jd}, {seen}) / {KEY_HALF_LIFE_DAYS!r}")
 
 
@@ -118,25 +125,6 @@ def busy_timeout_ms() -> int:
     return max(0, min(BUSY_TIMEOUT_MS, int((_deadline - time.monotonic()) * 1000)))
 
 
-def _log(base: float | None) -> Callable[[Any], float | None]:
-    def log(x: Any) -> float | None:  # as SQLite's: NULL outside the domain
-        if x is None or float(x) <= 0:
-            return None
-        return math.log(float(x)) if base is None else math.log(float(x), base)
-    return log
-
-
-def _ensure_math(conn: sqlite3.Connection) -> None:
-    """SQLite builds without the math functions (the strength key and ranking) get Python
-    ones: the same results, slower."""
-    try:
-        conn.execute("SELECT pow(2, 3), ln(2), log2(2)").fetchone()
-    except sqlite3.OperationalError:
-        conn.create_function("pow", 2, lambda a, b: float(a) ** float(b), deterministic=True)
-        conn.create_function("ln", 1, _log(None), deterministic=True)
-        conn.create_function("log2", 1, _log(2.0), deterministic=True)
-
-
 def connect(path: Path) -> sqlite3.Connection:
     """Open the index with memdir's settings. The only place a connection is configured."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -152,7 +140,7 @@ def connect(path: Path) -> sqlite3.Connection:
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
             conn.execute("PRAGMA foreign_keys = ON")
-            _ensure_math(conn)
+            math_functions(conn)
             return conn
         except sqlite3.OperationalError as exc:
             # Opening while another process checkpoints or recovers the WAL can answer
@@ -176,7 +164,7 @@ def _read_settings(conn: sqlite3.Connection) -> sqlite3.Connection:
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms()}")
     conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
-    _ensure_math(conn)
+    math_functions(conn)
     return conn
 
 
@@ -212,6 +200,9 @@ def row_to_memory(row: sqlite3.Row) -> Memory:
         date=dt.date.fromisoformat(row["date"]) if "date" in keys and row["date"] else None,
         access_count=(row["access_count"] or 0) if "access_count" in keys else 0,
         last_accessed=parse_time(last) if last else None,
+        used_count=(row["used_count"] or 0) if "used_count" in keys else 0,
+        last_used=parse_time(row["last_used"]) if "last_used" in keys and row["last_used"]
+        else None,
     )
 
 
@@ -329,7 +320,7 @@ class Index:
 
     def select(self, where: str = "1", params: Sequence[Any] = (), tail: str = "") -> list[Memory]:
         rows = self.conn.execute(
-            "SELECT m.*, u.access_count, u.last_accessed FROM memories m "
+            f"SELECT m.*, {USAGE_COLUMNS} FROM memories m "
             "LEFT JOIN usage u ON u.dir = m.dir AND u.id = m.id "
             f"WHERE {where} {tail}",
             tuple(params),
@@ -353,6 +344,23 @@ class Index:
                 queued = usage_queue.append(self.queue_path, items, stamp)
                 note("memdir: usage counters not updated yet (%s); %s", failed,
                      "queued for the next write" if queued else "lost")
+
+    def count_uses(self, session_id: str, places: Sequence[tuple[str, str]], stamp: str) -> int:
+        """Count one use of each memory at ``places`` (directory, id) injected into the session
+        and not counted as used in it yet (:mod:`memdir.uses`); how many were counted."""
+        counted = 0
+        with self.write() as conn:
+            for place in places:
+                if conn.execute("UPDATE recall_surfaced SET used = ? WHERE session_id = ? AND "
+                                "dir = ? AND id = ? AND used IS NULL",
+                                (stamp, session_id, *place)).rowcount:
+                    conn.execute(
+                        "INSERT INTO usage (dir, id, used_count, last_used) VALUES (?, ?, 1, ?) "
+                        "ON CONFLICT (dir, id) DO UPDATE SET used_count = used_count + 1, "
+                        "last_used = excluded.last_used", (*place, stamp))
+                    conn.execute(_REKEY, place)
+                    counted += 1
+        return counted
 
     def try_write(self, sql: str, rows: Sequence[Sequence[Any]], what: str, *,
                   then: tuple[str, Sequence[Sequence[Any]]] | None = None) -> bool:

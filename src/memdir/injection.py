@@ -1,7 +1,8 @@
 """What memdir injects into an agent's prompt, as part of the :class:`~memdir.memdir.Memdir`
 facade (seeds 000-004): the session-start context, per-prompt recall and ``MEMORY.md`` as it
-is injected. A mixin, like :mod:`memdir.capture`, so the facade stays one object while its
-code is split by concept. Every injected or recalled memory counts as an access.
+is injected, and whether the agent then used what was injected. A mixin, like
+:mod:`memdir.capture`, so the facade stays one object while its code is split by concept.
+Every injected or recalled memory counts as an access (shown); a use is counted apart.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from memdir.memdir import Memdir
     from memdir.recall import Candidates, Recall
     from memdir.store import MemoryDir
+    from memdir.transcript import Transcript
 
 __all__ = ["Injection"]
 
@@ -123,3 +125,13 @@ class Injection:
         return select(md.index, md._dirs(), prompt, session_id, at=md._clock(),
                       limit=limit, llm=md.llm if use_llm else None, paths=paths,
                       search=search)
+
+    def record_uses(self, session_id: str, transcript: Transcript) -> int:
+        """Count as used (once per session) each memory injected into the session that the
+        agent's later words or tool calls in ``transcript`` draw on (:mod:`memdir.uses`); how
+        many were newly counted. Their strength grows with it; ``memdir stats`` reports it."""
+        from memdir.uses import record
+
+        md = self._injection_md()
+        md._sync()
+        return record(md.index, scrub(session_id), transcript, md._clock())

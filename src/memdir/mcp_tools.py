@@ -333,8 +333,9 @@ def register_tools(server: MCPServer[Any], md: Memdir, lock: threading.Lock) -> 
 
     @tool(_READ)
     def memory_stats() -> Annotated[CallToolResult, dict[str, Any]]:
-        """What is stored: counts by type, scope and status, the directories, the index and
-        the LLM calls of today."""
+        """What is stored: counts by type, scope and status, strength bands, the directories,
+        the index, the LLM calls of today, and usefulness: how many injected memories the
+        agent used, the most useful ones and those injected often but never used."""
         return run(lambda: md.stats().to_dict())
 
     @tool(_CHANGE)

@@ -17,7 +17,9 @@ Invariants every implementation keeps:
   whitespace, trailing sentence punctuation and surrounding quotes) reinforces the existing
   memory and returns it, never a second copy, even under concurrent writers;
 - reads that return memories (``get``, ``search`` with ``touch``, ``context``) count an
-  access, and a failing count never fails the read;
+  access (shown), and a failing count never fails the read; a use (the agent drew on an
+  injected memory, :meth:`MemoryStore.record_uses`) is counted apart, once per session, and
+  weighs more in strength (:mod:`memdir.strength`);
 - errors are :class:`memdir.errors.MemdirError` subclasses carrying a hint.
 """
 
@@ -33,6 +35,7 @@ from memdir.model import Hit, Memory, Scope, Stats
 if TYPE_CHECKING:
     from memdir.context_format import Context
     from memdir.recall import Recall
+    from memdir.transcript import Transcript
 
 __all__ = ["MemoryStore"]
 
@@ -103,7 +106,14 @@ class MemoryStore(Protocol):
         """Up to ``limit`` memories for a prompt, none already surfaced in the session."""
         ...
 
+    def record_uses(self, session_id: str, transcript: Transcript) -> int:
+        """Count as used, once per session, each memory injected into the session that the
+        agent's later words or tool calls in ``transcript`` draw on (:mod:`memdir.uses`);
+        how many were newly counted."""
+        ...
+
     def stats(self) -> Stats:
+        """Counts, strength bands and usefulness (:mod:`memdir.usefulness`)."""
         ...
 
     def close(self) -> None:

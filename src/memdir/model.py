@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memdir.errors import ConfigError
+from memdir.usefulness import Usefulness
 
 __all__ = [
     "KNOWN_KEYS",
@@ -207,9 +208,11 @@ def parse_time(value: object) -> datetime | None:
 class Memory:
     """One durable observation: the contents of one memory file, plus where it lives.
 
-    ``path`` and the usage counters (``access_count``, ``last_accessed``) are not written to
-    the file: the path is where the file is, the counters live in the index. ``context`` is
-    written to the file and searched, but no search result, context, recall or hook shows it.
+    ``path`` and the usage counters (``access_count`` and ``last_accessed``: shown;
+    ``used_count`` and ``last_used``: drawn on by the agent, :mod:`memdir.uses`) are not
+    written to the file: the path is where the file is, the counters live in the index.
+    ``context`` is written to the file and searched, but no search result, context, recall or
+    hook shows it.
     """
 
     id: str
@@ -237,6 +240,8 @@ class Memory:
     path: Path | None = field(default=None, compare=False)
     access_count: int = field(default=0, compare=False)
     last_accessed: datetime | None = field(default=None, compare=False)
+    used_count: int = field(default=0, compare=False)
+    last_used: datetime | None = field(default=None, compare=False)
 
     @property
     def file(self) -> str:
@@ -270,6 +275,8 @@ class Memory:
             "file": str(self.path) if self.path else None,
             "access_count": self.access_count,
             "last_accessed": format_time(self.last_accessed) if self.last_accessed else None,
+            "used_count": self.used_count,
+            "last_used": format_time(self.last_used) if self.last_used else None,
         }
 
 
@@ -350,6 +357,8 @@ class Stats:
     llm: Mapping[str, Any] = field(default_factory=dict)
     strength: Mapping[str, int] = field(default_factory=dict)  # active memories per band
     last_dream: str | None = None
+    # How useful injected memories were (memdir.usefulness)
+    usefulness: Usefulness = field(default_factory=Usefulness)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -365,4 +374,5 @@ class Stats:
             "llm": dict(self.llm),
             "strength": dict(self.strength),
             "last_dream": self.last_dream,
+            "usefulness": self.usefulness.to_dict(),
         }

@@ -10,8 +10,9 @@ so any number of server processes and threads may share one schema:
   :func:`memdir.store.norm_hash` so both stores agree on what a duplicate is, and
   ``INSERT ... ON CONFLICT DO UPDATE SET reinforced = reinforced + 1`` make two writers of
   the same content, in any processes, end with one row.
-- Usage counters live in the ``memories`` row. They are counted after the read, in their
-  own short transaction (``lock_timeout``), and a failure is logged, never raised.
+- Usage counters live in the ``memories`` row: ``access_count`` (shown) and ``used_count``
+  (sessions whose agent drew on it). Accesses are counted after the read, in their own
+  short transaction (``lock_timeout``), and a failure is logged, never raised.
 - Recall claims a memory for a session with ``INSERT ... ON CONFLICT DO NOTHING RETURNING``
   while holding the session's row lock, so two processes never surface the same memory twice
   in one session nor overrun its byte budget.
@@ -32,7 +33,6 @@ from __future__ import annotations
 
 import builtins
 import logging
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
@@ -61,8 +61,6 @@ from memdir.postgres_conn import (
 from memdir.postgres_schema import migrate
 from memdir.postgres_search import search, where_clause
 from memdir.postgres_vectors import Embeddings
-from memdir.report import STRENGTH_BINS
-from memdir.search import strength_of, type_factors
 from memdir.store import norm_hash
 from memdir.taxonomy import get_taxonomy
 
@@ -372,31 +370,14 @@ class PostgresStore:
         return extract_into(self, transcript, taxonomy=self.taxonomy, scope=scope,
                             session_id=session_id or transcript.session_id, dry_run=dry_run)
 
+    def record_uses(self, session_id: str, transcript: Transcript) -> int:
+        """Count as used (once per session) each memory recalled into the session that the
+        agent's later words or tool calls in ``transcript`` draw on (:mod:`memdir.uses`)."""
+        from memdir.postgres_recall import record_uses
+
+        return record_uses(self, session_id, transcript)
+
     def stats(self) -> Stats:
-        with self.connections.db() as conn:
-            groups = conn.execute(
-                "SELECT type, scope, status, access_count = 0 AS never, count(*) AS n "
-                "FROM memories GROUP BY 1, 2, 3, 4").fetchall()
-            active = conn.execute(
-                "SELECT type, relevance, GREATEST(updated, COALESCE(last_accessed, updated)) "
-                "AS anchor, reinforced + access_count AS uses FROM memories "
-                "WHERE status = 'active'").fetchall()
-        counts: dict[str, Counter[str]] = {k: Counter() for k in ("type", "scope", "status")}
-        for g in groups:
-            for key, counter in counts.items():
-                counter[g[key]] += g["n"]
-        at = self.clock()
-        bands = {label: 0 for _, label in STRENGTH_BINS}
-        for r in active:
-            weight, half_life = type_factors(self.taxonomy, r["type"])
-            value = strength_of(weight, half_life, r["relevance"],
-                                (at - r["anchor"]).total_seconds() / 86400.0, r["uses"])
-            bands[next(label for bound, label in STRENGTH_BINS if value < bound)] += 1
-        return Stats(
-            total=sum(g["n"] for g in groups),
-            by_type=dict(counts["type"].most_common()),
-            by_scope=dict(counts["scope"].most_common()),
-            by_status=dict(counts["status"].most_common()),
-            never_accessed=sum(g["n"] for g in groups if g["never"]), broken_files=0,
-            directories={"postgresql": redact(self.dsn)}, index_path=f"postgresql:{self.schema}",
-            taxonomy=dict.fromkeys(SCOPES, self.taxonomy.preset), strength=bands)
+        from memdir.postgres_stats import stats
+
+        return stats(self)

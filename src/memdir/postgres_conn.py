@@ -41,11 +41,12 @@ Conn = psycopg.Connection[DictRow]
 # What a SELECT returns for a memory (meta as text: decoded with the index's date tags).
 COLUMNS = ("id, name, description, type, body, scope, relevance, tags, paths, source, "
            "created, updated, reinforced, status, superseded_by, meta::text AS meta, "
-           "access_count, last_accessed, context, date")
+           "access_count, last_accessed, context, date, used_count, last_used")
 # What a write sets, in the order of row_values().
 WRITTEN = ("id", "name", "description", "type", "body", "scope", "relevance", "tags",
            "paths", "source", "created", "updated", "reinforced", "status", "superseded_by",
-           "meta", "access_count", "last_accessed", "norm_hash", "context", "date")
+           "meta", "access_count", "last_accessed", "norm_hash", "context", "date",
+           "used_count", "last_used")
 
 
 def redact(dsn: str) -> str:
@@ -75,7 +76,8 @@ def memory_from_row(row: DictRow) -> Memory:
         reinforced=row["reinforced"], status=row["status"], superseded_by=row["superseded_by"],
         meta=json.loads(row["meta"], object_hook=decode_meta),
         access_count=row["access_count"], last_accessed=_utc(row["last_accessed"]),
-        context=row.get("context") or "", date=row.get("date"))
+        context=row.get("context") or "", date=row.get("date"),
+        used_count=row.get("used_count") or 0, last_used=_utc(row.get("last_used")))
 
 
 def row_values(m: Memory) -> tuple[Any, ...]:
@@ -84,7 +86,7 @@ def row_values(m: Memory) -> tuple[Any, ...]:
     return (m.id, m.name, m.description, m.type, m.body, m.scope, m.relevance, list(m.tags),
             list(m.paths), m.source, m.created, m.updated, m.reinforced, m.status,
             m.superseded_by, meta, m.access_count, m.last_accessed, norm_hash(m.body),
-            m.context, m.date)
+            m.context, m.date, m.used_count, m.last_used)
 
 
 class Connections:

@@ -17,6 +17,8 @@ Invariants:
   ``INSERT ... ON CONFLICT DO NOTHING RETURNING`` while the session's row is locked, so two
   processes never surface the same memory twice in a session nor overrun its byte budget.
 - Every injected or recalled memory counts an access; a failed count never fails the call.
+- A recalled memory the agent drew on afterwards (:func:`record_uses`) counts one use per
+  session, as in the SQLite store.
 """
 
 from __future__ import annotations
@@ -48,8 +50,9 @@ from memdir.taxonomy import Taxonomy
 
 if TYPE_CHECKING:
     from memdir.postgres import PostgresStore
+    from memdir.transcript import Transcript
 
-__all__ = ["CONTEXT_LIMIT", "CONTEXT_MAX", "build_context", "recall"]
+__all__ = ["CONTEXT_LIMIT", "CONTEXT_MAX", "build_context", "recall", "record_uses"]
 
 CONTEXT_LIMIT, CONTEXT_MAX = 5, 20  # seed 000: the top 5 by default, at most 20
 POOL = 4  # candidates per slot: some may not fit the budget
@@ -140,3 +143,33 @@ def _claim(store: PostgresStore, session_id: str, memories: Sequence[Memory],
         conn.execute("UPDATE recall_sessions SET bytes = %s, recalls = recalls + 1, "
                      "updated = %s WHERE session_id = %s", (used, at, session_id))
     return out, used
+
+
+def record_uses(store: PostgresStore, session_id: str, transcript: Transcript) -> int:
+    """Count one use of each memory recalled into the session that the agent drew on after
+    (:func:`memdir.uses.drawn_on`), once per session: ``recall_surfaced.used`` is set in the
+    transaction that adds to ``used_count``, only where it was not set yet."""
+    from memdir.uses import Injected, drawn_on
+
+    if not isinstance(session_id, str) or not session_id.strip():
+        return 0
+    with store.connections.db() as conn:
+        rows = conn.execute(
+            "SELECT s.id, s.surfaced, s.used, m.name, m.description, m.body "
+            "FROM recall_surfaced s JOIN memories m ON m.id = s.id "
+            "WHERE s.session_id = %s ORDER BY s.surfaced, s.id", (session_id,)).fetchall()
+    done = {r["id"] for r in rows if r["used"] is not None}
+    found = [key for key in drawn_on(
+        [Injected(r["id"], f"{r['name']}\n{r['description']}\n{r['body']}", r["surfaced"])
+         for r in rows], transcript) if key not in done]
+    if not found:
+        return 0
+    at = store.clock()
+    with store.connections.db() as conn, conn.transaction():
+        counted = conn.execute(
+            "WITH marked AS (UPDATE recall_surfaced SET used = %s WHERE session_id = %s "
+            "AND id = ANY(%s::text[]) AND used IS NULL RETURNING id) "
+            "UPDATE memories SET used_count = used_count + 1, last_used = %s "
+            "WHERE id IN (SELECT id FROM marked) RETURNING id",
+            (at, session_id, sorted(found), at)).fetchall()
+    return len(counted)

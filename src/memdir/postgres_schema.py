@@ -199,6 +199,15 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     ("exact duplicates ignore trailing sentence punctuation and surrounding quotes: "
      "norm_hash recomputed where it does not collide", _rehash),
+    (
+        "uses apart from shows: how many sessions drew on a memory (used_count, last_used) "
+        "and when a session drew on one it was given (recall_surfaced.used)",
+        """
+        ALTER TABLE memories ADD COLUMN used_count integer NOT NULL DEFAULT 0,
+                             ADD COLUMN last_used timestamptz;
+        ALTER TABLE recall_surfaced ADD COLUMN used timestamptz;
+        """,
+    ),
 )
 
 _VECTORS = """

@@ -1,10 +1,10 @@
 """Ranking active memories by strength inside SQLite, for session-start context (layers B
 and C) and ``memdir stats``' histogram.
 
-:func:`memdir.search.strength` written as one SQL expression (type weight × relevance ×
-half-life decay from the last update or access × reinforcement), so SQLite ranks a large
-store in C, and Python sees only the best ``POOL`` rows. It does not even compute every
-memory's strength: each row carries a time-free ``strength_key``
+:func:`memdir.strength.strength` written as one SQL expression (type weight × relevance ×
+half-life decay from the last update or access × the bounded boost of uses and shows), so
+SQLite ranks a large store in C, and Python sees only the best ``POOL`` rows. It does not
+even compute every memory's strength: each row carries a time-free ``strength_key``
 (:func:`memdir.index.strength_key_sql`) in an index, with strength = weight × 2 ** (key − now /
 90) for the usual half-life, so the strongest are read in key order (:func:`_strongest`).
 
@@ -25,7 +25,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memdir.index import KEY_HALF_LIFE_DAYS
-from memdir.search import HALF_LIFE_DAYS, TEMPORARY_HALF_LIFE_DAYS, glob_matches
+from memdir.search import glob_matches
+from memdir.strength import HALF_LIFE_DAYS, TEMPORARY_HALF_LIFE_DAYS, boost_sql
 from memdir.taxonomy import TypeSpec
 
 if TYPE_CHECKING:
@@ -77,10 +78,11 @@ def _strength_sql(dirs: Sequence[MemoryDir], at: datetime) -> tuple[str, list[An
     weight_sql = (f"(CASE {' '.join(weights)} ELSE {_OTHER_WEIGHT!r} END)" if weights
                   else repr(_OTHER_WEIGHT))
     temporary, tparams = types_of(dirs, lambda t: t.temporary)
+    boost = boost_sql("COALESCE(u.access_count, 0)",
+                      "max(0, m.reinforced) + COALESCE(u.used_count, 0)")
     expr = (f"{weight_sql} * m.relevance * pow(0.5, max(0.0, ? - max(m.updated_jd, "
             f"COALESCE(julianday(u.last_accessed), 0))) / (CASE WHEN {temporary} THEN "
-            f"{TEMPORARY_HALF_LIFE_DAYS} ELSE {HALF_LIFE_DAYS} END)) * "
-            f"(1 + 0.25 * ln(1 + max(0, m.reinforced + COALESCE(u.access_count, 0))))")
+            f"{TEMPORARY_HALF_LIFE_DAYS} ELSE {HALF_LIFE_DAYS} END)) * {boost}")
     return expr, [*params, _julian(at), *tparams]
 
 

@@ -1,4 +1,5 @@
-"""Reports on a home: ``stats`` (what is stored) and ``doctor`` (what is wrong and how to fix it).
+"""Reports on a home: ``stats`` (what is stored, and how useful it was) and ``doctor`` (what is
+wrong and how to fix it).
 
 Both only read. Doctor never modifies a file: it lists broken memory files with the parse
 error and a hint, settings ignored for trust reasons, a team directory that leaves its
@@ -23,6 +24,7 @@ from memdir.errors import PathTraversalError
 from memdir.files import INDEX_FILE, MAX_INDEX_BYTES, MAX_INDEX_LINES, utf8_name
 from memdir.model import SCOPES, Problem, Stats
 from memdir.safety import SECRET_IN_FILE, find_secrets
+from memdir.usefulness import NEVER_USED_AFTER, Counts, MemoryUse, Usefulness, usefulness
 
 if TYPE_CHECKING:
     from memdir.memdir import Memdir
@@ -44,14 +46,21 @@ class IndexStats(Stats):
         return {**super().to_dict(), "missing_vectors": self.missing_vectors}
 
 
+# Every memory of the directories with its usage counters and injections (sessions it was
+# shown to): what stats counts, in one pass.
+_COUNTED = (
+    "SELECT m.type, m.scope, m.status, COALESCE(u.access_count, 0), m.rowid, "
+    "COALESCE(u.used_count, 0), COALESCE(s.n, 0), max(0, m.reinforced) FROM memories m "
+    "LEFT JOIN usage u ON u.dir = m.dir AND u.id = m.id LEFT JOIN (SELECT dir, id, count(*) "
+    "AS n FROM recall_surfaced GROUP BY dir, id) s ON s.dir = m.dir AND s.id = m.id "
+    "WHERE m.dir IN ({marks})")
+
+
 def stats(md: Memdir, dirs: Sequence[MemoryDir]) -> IndexStats:
     conn = md.index.conn
     keys = [d.key for d in dirs]
     marks = ",".join("?" * len(keys)) or "NULL"
-    rows = conn.execute(
-        "SELECT m.type, m.scope, m.status, u.access_count FROM memories m "
-        f"LEFT JOIN usage u ON u.dir = m.dir AND u.id = m.id WHERE m.dir IN ({marks})",
-        keys).fetchall()
+    rows = conn.execute(_COUNTED.format(marks=marks), keys).fetchall()
     broken = conn.execute(f"SELECT COUNT(*) FROM broken WHERE dir IN ({marks})", keys).fetchone()
     return IndexStats(
         total=len(rows),
@@ -67,7 +76,32 @@ def stats(md: Memdir, dirs: Sequence[MemoryDir]) -> IndexStats:
         strength=_strength_histogram(md, dirs),
         last_dream=_last_dream(md),
         missing_vectors=md.missing_vectors(),
+        usefulness=_usefulness(conn, rows),
     )
+
+
+def _usefulness(conn: sqlite3.Connection, rows: Sequence[sqlite3.Row]) -> Usefulness:
+    """How useful the counted memories were (:mod:`memdir.usefulness`): counts per scope, and
+    as values only the memories that may be listed (used, reinforced, or injected often)."""
+    scopes: dict[str, list[int]] = {}
+    listed: dict[int, tuple[Any, ...]] = {}
+    for type_, scope, status, shown, rowid, used, injected, reinforced in rows:
+        counts = scopes.setdefault(scope, [0, 0, 0])
+        counts[0] += shown
+        counts[1] += injected
+        counts[2] += used
+        if used or reinforced or (status == "active" and injected >= NEVER_USED_AFTER):
+            listed[rowid] = (type_, scope, status, shown, injected, used, reinforced)
+    names = {}
+    ids = list(listed)
+    for start in range(0, len(ids), 500):  # SQLite's limit on parameters, with room
+        part = ids[start:start + 500]
+        names.update({r[0]: (r[1], r[2]) for r in conn.execute(
+            f"SELECT rowid, id, name FROM memories WHERE rowid IN ({','.join('?' * len(part))})",
+            part)})
+    return usefulness(((scope, Counts(*c)) for scope, c in scopes.items()),
+                      (MemoryUse(*names[rowid], *values) for rowid, values in listed.items()
+                       if rowid in names))
 
 
 STRENGTH_BINS = ((0.1, "< 0.1 (archived by consolidation)"), (0.25, "0.1-0.25"),

@@ -4,9 +4,8 @@ Invariants:
 - :func:`fts_query` turns *any* string into a valid FTS5 query or None: every token is a
   quoted phrase made only of word characters, joined with OR, so no input can raise an FTS5
   syntax error (checked by a fuzz test).
-- Strength (seed 002) = type weight × relevance × decay × reinforcement, where decay halves
-  every 90 days since the last access or reinforcement (30 days for temporary types) and
-  reinforcement grows with the logarithm of explicit reinforcements plus accesses.
+- Strength (seed 002, :mod:`memdir.strength`, re-exported here) is in [0, 1]: type weight ×
+  relevance × decay × a saturating boost from uses and shows.
 - Ranking is on the score scale (:mod:`memdir.scale`): BM25 relative to the query's ideal
   BM25 (:func:`idf_total`, from the FTS table's own statistics), saturated into [0, 1], then
   strength as a bounded exponent; in one query the order is BM25 × the strength factor's, so
@@ -15,7 +14,6 @@ Invariants:
 
 from __future__ import annotations
 
-import math
 import re
 import sqlite3
 from collections.abc import Iterable, Sequence
@@ -24,10 +22,16 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from memdir.errors import InvalidMemoryError
-from memdir.index import BM25_WEIGHTS, row_to_memory
-from memdir.model import Hit, Memory, now
+from memdir.index import BM25_WEIGHTS, USAGE_COLUMNS, row_to_memory
+from memdir.model import Hit, Memory
 from memdir.scale import ideal_bm25, lexical_evidence, scored, strength_factor
-from memdir.taxonomy import Taxonomy
+from memdir.strength import (
+    HALF_LIFE_DAYS,
+    TEMPORARY_HALF_LIFE_DAYS,
+    strength,
+    strength_of,
+    type_factors,
+)
 
 if TYPE_CHECKING:
     from memdir.index import Index
@@ -37,6 +41,7 @@ __all__ = [
     "HALF_LIFE_DAYS",
     "OVERFETCH",
     "STOPWORDS",
+    "TEMPORARY_HALF_LIFE_DAYS",
     "best_matches",
     "bm25_of",
     "fts_query",
@@ -52,8 +57,6 @@ __all__ = [
     "type_factors",
 ]
 
-HALF_LIFE_DAYS = 90.0
-TEMPORARY_HALF_LIFE_DAYS = 30.0
 MAX_QUERY_TOKENS = 32
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
@@ -106,31 +109,6 @@ def fts_query(text: str) -> str | None:
     """A safe FTS5 query for free text: an OR of quoted tokens; None when nothing is left."""
     terms = dict.fromkeys(v for forms in query_terms(text) for v in forms)
     return " OR ".join(f'"{t}"' for t in terms) if terms else None
-
-
-def type_factors(taxonomy: Taxonomy | None, type_name: str) -> tuple[float, float]:
-    """(type weight, decay half-life in days) of a type; unknown types get modest defaults."""
-    spec = taxonomy.lookup(type_name) if taxonomy else None
-    weight = spec.weight if spec else 0.7
-    return weight, TEMPORARY_HALF_LIFE_DAYS if spec and spec.temporary else HALF_LIFE_DAYS
-
-
-def strength_of(weight: float, half_life: float, relevance: float, days: float,
-                uses: int) -> float:
-    """The strength formula on plain numbers: ``days`` since the last access or
-    reinforcement, ``uses`` = explicit reinforcements + accesses."""
-    decay = 0.5 ** (max(0.0, days) / half_life)
-    return float(weight * relevance * decay * (1.0 + 0.25 * math.log1p(max(0, uses))))
-
-
-def strength(memory: Memory, taxonomy: Taxonomy | None, at: datetime | None = None) -> float:
-    weight, half_life = type_factors(taxonomy, memory.type)
-    anchor = memory.updated
-    if memory.last_accessed and memory.last_accessed > anchor:
-        anchor = memory.last_accessed
-    days = ((at or now()) - anchor).total_seconds() / 86400.0
-    return strength_of(weight, half_life, memory.relevance, days,
-                       memory.reinforced + memory.access_count)
 
 
 def rank_factor(strength_value: float) -> float:
@@ -277,7 +255,7 @@ def best_matches(conn: sqlite3.Connection, fts: str, dirs: Sequence[MemoryDir], 
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
     ranked = (f"SELECT rowid, bm25(memories_fts, {weights}) AS rank FROM memories_fts "
               "WHERE memories_fts MATCH ? ORDER BY rank")
-    columns = "m.*, u.access_count, u.last_accessed" if whole else "m.dir, m.file"
+    columns = f"m.*, {USAGE_COLUMNS}" if whole else "m.dir, m.file"
     usage = "LEFT JOIN usage u ON u.dir = m.dir AND u.id = m.id " if whole else ""
 
     def run(cap: str) -> list[sqlite3.Row]:

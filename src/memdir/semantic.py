@@ -29,7 +29,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from memdir.hybrid import LEXICAL_WEIGHT, fuse_scores
-from memdir.index import Index, row_to_memory
+from memdir.index import USAGE_COLUMNS, Index, row_to_memory
 from memdir.model import Hit, Memory
 from memdir.scale import SIMILARITY_FLOOR as SIMILARITY_FLOOR
 from memdir.scale import lexical_evidence
@@ -65,7 +65,7 @@ def _load(index: Index, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str]
     values = ",".join("(?, ?)" for _ in keys)
     rows = index.conn.execute(
         f"WITH wanted (dir, file) AS (VALUES {values}) "
-        "SELECT m.*, u.access_count, u.last_accessed FROM wanted w "
+        f"SELECT m.*, {USAGE_COLUMNS} FROM wanted w "
         "JOIN memories m ON m.dir = w.dir AND m.file = w.file "
         "LEFT JOIN usage u ON u.dir = m.dir AND u.id = m.id",
         [part for key in keys for part in key]).fetchall()

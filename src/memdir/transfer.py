@@ -193,7 +193,7 @@ def _cannot_write(path: Path, exc: OSError) -> InvalidMemoryError:
 def _write_jsonl(fh: TextIO, memories: Sequence[Memory]) -> None:
     for memory in memories:
         data = memory.to_dict()
-        for key in ("file", "access_count", "last_accessed"):
+        for key in ("file", "access_count", "last_accessed", "used_count", "last_used"):
             data.pop(key)
         fh.write(json.dumps(data, ensure_ascii=False) + "\n")
 

@@ -1,6 +1,8 @@
 """Usage counters that could not be written yet: a small append-only file in the home.
 
-A read counts its retrievals (``usage``: access count, last access) in a short write. When
+A read counts its retrievals (``usage``: access count, last access: what was *shown*) in a
+short write. Uses (``used_count``) are not queued: the stop hook counts them in a write that
+waits for the lock (:mod:`memdir.uses`). When
 another process holds the index's write lock (a bulk import, a reindex, a long store), that
 write gives up after a moment, and the read must not wait. The counts are appended here
 instead, one JSON line per read, and whichever process next commits a write transaction on

@@ -22,12 +22,13 @@ from memdir.cli.terminal import escape
 from memdir.context_format import one_line
 from memdir.model import Hit, Memory, Problem, Stats, format_time
 from memdir.neutralise import neutralise
+from memdir.usefulness import NEVER_USED_AFTER, Counts, Usefulness
 
 if TYPE_CHECKING:
     from memdir.extract import ExtractReport
 
 __all__ = ["Progress", "grouped", "hits_table", "memories_table", "memory_full", "problems",
-           "stats_text"]
+           "stats_text", "usefulness_lines"]
 
 
 def _shown(text: str) -> str:
@@ -100,8 +101,10 @@ def memory_full(memory: Memory) -> str:
         f"  id: {memory.id}   type: {memory.type}   scope: {memory.scope}   "
         f"status: {memory.status}",
         f"  relevance: {memory.relevance}   reinforced: {memory.reinforced}   "
-        f"accessed: {memory.access_count}x"
-        + (f" (last {format_time(memory.last_accessed)})" if memory.last_accessed else ""),
+        f"shown: {memory.access_count}x"
+        + (f" (last {format_time(memory.last_accessed)})" if memory.last_accessed else "")
+        + f"   used: {memory.used_count}x"
+        + (f" (last {format_time(memory.last_used)})" if memory.last_used else ""),
         f"  created: {format_time(memory.created)}   updated: {format_time(memory.updated)}",
         f"  description: {memory.description}",
     ]
@@ -140,6 +143,7 @@ def stats_text(stats: Stats) -> str:
     if stats.strength:
         lines.append("strength: " + ", ".join(f"{band} {n}" for band, n in stats.strength.items()))
     lines.append(f"last dream: {stats.last_dream or 'never'}")
+    lines.extend(usefulness_lines(stats.usefulness))
     missing = getattr(stats, "missing_vectors", None)  # the SQLite store's, semantic on
     if missing is not None:
         lines.append(f"vectors: {missing} memories without one yet" + (
@@ -158,6 +162,30 @@ def stats_text(stats: Stats) -> str:
         if llm.get("error"):
             lines.append(f"llm settings: {llm['error']} (hint: {llm.get('hint')})")
     return "\n".join(lines)
+
+
+def _ratio(counts: Counts) -> str:
+    return f"{counts.ratio:.0%}" if counts.ratio is not None else "-"
+
+
+def usefulness_lines(use: Usefulness) -> list[str]:
+    """How useful injected memories were (memdir.usefulness), for ``memdir stats``."""
+    total = use.total
+    lines = [f"usefulness: {total.used} of {total.injected} injections used "
+             f"({_ratio(total)}); shown {total.shown} times in all"]
+    if len(use.by_scope) > 1:  # one scope: the line above says it all
+        lines.extend(f"  {scope}: {c.used} of {c.injected} used ({_ratio(c)}), shown {c.shown}"
+                     for scope, c in use.by_scope)
+    if use.most_useful:
+        lines.append("most useful:")
+        lines.extend(_shown(f"  {m.used} used, {m.reinforced} reinforced, {m.injected} "
+                            f"injected: {m.name} ({m.id})") for m in use.most_useful)
+    if use.never_used:
+        lines.append(f"injected {NEVER_USED_AFTER}+ times, never used (candidates to "
+                     "archive: `memdir archive ID`):")
+        lines.extend(_shown(f"  {m.injected} injected, shown {m.shown}: {m.name} ({m.id})")
+                     for m in use.never_used)
+    return lines
 
 
 class Progress:

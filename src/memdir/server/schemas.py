@@ -136,8 +136,11 @@ class MemoryDict(BaseModel):
     context: str = ""
     content: str
     file: str | None
-    access_count: int
+    access_count: int = Field(description="times shown: injected, recalled, found, read")
     last_accessed: str | None
+    used_count: int = Field(0, description="sessions whose agent drew on it after it was "
+                                           "injected")
+    last_used: str | None = None
 
 
 class SessionRefOut(BaseModel):
@@ -258,6 +261,35 @@ class ByAge(BaseModel):
     older: int
 
 
+class UseCounts(BaseModel):
+    shown: int = Field(description="accesses: injected, recalled, found by a search, read")
+    injected: int = Field(description="memory-session pairs: shown in full at session start "
+                                      "or recalled, once per session")
+    used: int = Field(description="injections the agent drew on afterwards")
+    ratio: float | None = Field(description="used / injected (null before any injection)")
+
+
+class MemoryUseOut(BaseModel):
+    id: str
+    name: str
+    type: str
+    scope: str
+    status: str
+    shown: int
+    injected: int
+    used: int
+    reinforced: int
+
+
+class UsefulnessOut(UseCounts):
+    by_scope: dict[str, UseCounts]
+    most_useful: list[MemoryUseOut] = Field(description="used (or reinforced) most")
+    never_used: list[MemoryUseOut] = Field(description="active, injected into at least "
+                                           "never_used_after sessions, never used: candidates "
+                                           "to archive")
+    never_used_after: int
+
+
 class StatsOut(BaseModel):
     total: int
     by_type: dict[str, int]
@@ -271,5 +303,6 @@ class StatsOut(BaseModel):
     llm: dict[str, Any]
     strength: dict[str, int]
     last_dream: str | None
+    usefulness: UsefulnessOut = Field(description="how useful injected memories were")
     by_age: ByAge = Field(description="memories by creation date (UTC): created today, in "
                                       "the 6 days before, in the 23 days before that, older")

@@ -9,7 +9,7 @@
 
 import { ApiError, adoptTokenFromFragment, api, clearToken, getToken, setToken } from "./api.js";
 import { activityChart, barChart } from "./charts.js";
-import { renderDetail, renderEditForm, renderResults } from "./views.js";
+import { renderDetail, renderEditForm, renderResults, renderUsefulness } from "./views.js";
 
 const $ = (selector) => document.querySelector(selector);
 const AGE_ORDER = ["today", "this week", "this month", "older"];
@@ -102,6 +102,9 @@ function drawCharts() {
     { title: "Active memories by strength", emptyText: "No active memories.",
       colour: (_, index) => `s${index}` });
   activityChart($("[data-testid=chart-activity]"), state.activity, { onOpen: openMemory });
+  if (stats.usefulness) {
+    renderUsefulness($("[data-testid=usefulness]"), stats.usefulness, { onOpen: openMemory });
+  }
 }
 
 async function loadStats() {

@@ -112,11 +112,49 @@ export function renderDetail(panel, memory, { onEdit, onArchive, onRestore, mess
       field("Reinforced", String(memory.reinforced), "detail-reinforced"),
       field("Access count", String(memory.access_count), "detail-access-count"),
       field("Last accessed", when(memory.last_accessed), "detail-last-accessed"),
+      field("Used", String(memory.used_count ?? 0), "detail-used-count"),
+      field("Last used", when(memory.last_used), "detail-last-used"),
       field("Id", h("code", {}, memory.id), "detail-id"),
       field("File", h("code", { class: "path" }, memory.file || "—"), "detail-file")),
     h("h3", {}, "Content"),
     h("pre", { class: "content", "data-testid": "detail-content" }, memory.content)));
   return title;
+}
+
+const percent = (ratio) => (ratio === null || ratio === undefined
+  ? "–" : `${Math.round(ratio * 100)}%`);
+
+function useList(memories, testid, emptyText, describe, onOpen) {
+  if (!memories.length) return h("p", { class: "chart-empty", "data-testid": testid }, emptyText);
+  return h("ol", { class: "use-list", "data-testid": testid }, memories.map((m) =>
+    h("li", {}, h("button", {
+      type: "button", class: "use-row", "data-testid": "use-row", "data-id": m.id,
+      "data-used": m.used, "data-injected": m.injected, onclick: () => onOpen(m.id),
+    }, typeBadge(m.type), h("span", { class: "name" }, m.name),
+    h("span", { class: "score" }, describe(m))))));
+}
+
+/**
+ * How useful injected memories were (GET /api/memory/stats `usefulness`): the injections the
+ * agent drew on, per scope, the most used memories and those injected often but never used.
+ */
+export function renderUsefulness(panel, use, { onOpen }) {
+  const scopes = Object.entries(use.by_scope || {});
+  panel.replaceChildren(
+    h("p", { class: "use-summary", "data-testid": "use-summary", "data-used": use.used,
+      "data-injected": use.injected },
+    `${use.used} of ${use.injected} injections used (${percent(use.ratio)}) · ` +
+      `shown ${use.shown} times in all`),
+    scopes.length > 1 ? h("ul", { class: "use-scopes" }, scopes.map(([scope, c]) =>
+      h("li", { "data-testid": "use-scope", "data-scope": scope },
+        `${scope}: ${c.used} of ${c.injected} used (${percent(c.ratio)})`))) : null,
+    h("div", { class: "use-columns" },
+      h("div", {}, h("h3", {}, "Most useful"),
+        useList(use.most_useful || [], "most-useful", "No memory used yet.",
+          (m) => `${m.used} used · ${m.reinforced} reinforced`, onOpen)),
+      h("div", {}, h("h3", {}, `Injected ${use.never_used_after}+ times, never used`),
+        useList(use.never_used || [], "never-used", "None: nothing to archive.",
+          (m) => `${m.injected} injected · ${m.shown} shown`, onOpen))));
 }
 
 function input(label, name, value, attrs = {}) {
