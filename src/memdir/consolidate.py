@@ -135,9 +135,10 @@ def _same_numbers(a: str, b: str) -> bool:
 def _candidates(memories: Sequence[Memory]) -> dict[str, set[str]]:
     """For each memory, the others of its type that could be near-duplicates of it.
 
-    The merge rule needs one text's words all inside the other's, so a partner either holds
-    this memory's rarest word or has its own rarest word among this memory's words: two
-    lookups in an inverted index instead of comparing every pair (10k memories: 10^8 pairs).
+    The merge rule needs one text's distinctive words (:attr:`memdir.claims.Reading.words`)
+    all inside the other's, so a partner either holds this memory's rarest word or has its
+    own rarest word among this memory's words: two lookups in an inverted index instead of
+    comparing every pair (10k memories: 10^8 pairs).
     """
     words = {m.id: read(m.body).words for m in memories}
     postings: dict[tuple[str, str], set[str]] = {}
@@ -185,7 +186,8 @@ def _merges(memories: Sequence[Memory], power: dict[str, float]) -> list[Operati
         members = [keep, *group]
         ops.append(Operation(
             "merge", f"{len(group) + 1} near-duplicate {keep.type} memories (the same words, "
-                     "numbers and negations)", tuple(m.id for m in members), keep.scope,
+                     "numbers and negations, nothing reversed or opposed)",
+            tuple(m.id for m in members), keep.scope,
             {"tags": sorted({t for m in members for t in m.tags}),
              "relevance": max(m.relevance for m in members),
              "reinforced": sum(m.reinforced for m in members),
@@ -243,9 +245,9 @@ def plan(md: Memdir, at: datetime, llm: LLM | None = None) -> Plan:
     return Plan(tuple(ops))
 
 
-def conflict_operation(found: Conflict, note: str = "") -> Operation:
+def conflict_operation(found: Conflict) -> Operation:
     """The plan's report of a conflict: the older memory first, nothing to apply."""
-    return Operation("conflict", f"they disagree: {found.reason}{note}",
+    return Operation("conflict", f"they disagree: {found.reason}",
                      (found.older.id, found.newer.id), found.older.scope)
 
 
