@@ -40,11 +40,13 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import pairwise
 
-__all__ = ["ANTONYMS", "Disagreement", "Reading", "disagreement", "read", "reordered"]
+__all__ = ["ANTONYMS", "Disagreement", "Reading", "disagreement", "is_number", "read",
+           "reordered"]
 
 _TOKEN = re.compile(r"[a-z0-9]+(?:['\-./][a-z0-9]+)*")
 # A number is a token of its own ("15", "3.12", "2026-03-10", "02", "5s", "100mb") or a
-# version ("v2", "uuidv7"); digits inside a name ("billing0", "amd64", "e2e") are the name's.
+# version ("v2", "uuidv7"); digits inside a name ("billing0", "amd64", "e2e") are the name's,
+# and so is "#123".
 _NUMBER = re.compile(r"(?:[a-z]*v)?\d+(?:[.:,\-/]\d+)*(?:ms|s|m|h|d|w|k|kb|mb|gb|tb|x)?")
 _CLAUSE = re.compile(r"[,;:.!?()\[\]]+(?:\s|$)|[;:!?()\[\]]|\s+[-\u2013\u2014]\s+|\n"
                      r"|\b(?:and|or|but|while|whereas|so)\b")
@@ -121,6 +123,11 @@ _SEQUENCE = _EARLIER | _LATER | {"before", "after", "from"}
 _ADVERBS = frozenset(stem(w) for w in "always usually often sometimes rarely only".split())
 
 
+def is_number(token: str) -> bool:
+    """Whether a token is a number or a version (``_NUMBER``), not a name with digits."""
+    return _NUMBER.fullmatch(token) is not None
+
+
 def _negation(token: str) -> bool:
     return token in _NEGATIONS or token.endswith("n't") or token == "dont"
 
@@ -189,6 +196,7 @@ def read(text: str) -> Reading:
             _order(clause, pairs, earlier, later)
         pairs.update((x, y) for x in earlier for y in later if x != y)
     tokens = _TOKEN.findall(low)
+    named = set(re.findall(r"#(\d+)", low))  # "issue #123": a name, not a quantity
     return Reading(
         stems=tuple(t if t in _PIVOTS else stem(t) for t in tokens if t in _PIVOTS or (
             t not in FUNCTION and t not in _LIGHT and not _negation(t))),
@@ -197,7 +205,7 @@ def read(text: str) -> Reading:
         preferred=frozenset(stance.preferred), contrasts=frozenset(stance.contrasts),
         asserted=frozenset(stance.asserted),
         negative=stance.negative, contrastive=stance.contrastive, pairs=frozenset(pairs),
-        numbers=frozenset(part for t in tokens if _NUMBER.fullmatch(t)
+        numbers=frozenset(part for t in tokens if _NUMBER.fullmatch(t) and t not in named
                           for part in {t, *re.split(r"[.:,\-/]", t)}),  # 2024-06-03 has 2024
         words=frozenset(t for t in tokens if t not in FUNCTION and t not in _LIGHT),
         added=frozenset(_added(tokens)),

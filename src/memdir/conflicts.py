@@ -43,7 +43,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from memdir.claims import disagreement, read, reordered
+from memdir.claims import disagreement, is_number, read, reordered
 from memdir.model import Memory
 from memdir.similarity import content_words
 
@@ -61,7 +61,7 @@ RESOLVE = ("keep the one that is right: edit or archive the other (`memdir archi
 TOPIC_OVERLAP = 0.6
 MIN_SHARED = 2
 SAME_WORDS = 0.5  # the merge rule's word overlap (consolidate.MERGE_SIMILARITY)
-CLOSE = 0.7  # the rest of two claims that differ by antonyms or numbers only
+CLOSE = 0.7  # the rest of two claims that differ by antonyms (numbers: all of the rest)
 
 _CLAIM_END = re.compile(r"^\s*(?:\*\*)?(?:why|how to apply)\s*:?", re.IGNORECASE | re.MULTILINE)
 # Values that differ between two claims about one topic ("tabs" / "spaces"): not topic words.
@@ -123,21 +123,31 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 def conflict(a: str, b: str) -> str | None:
     """Why two memory texts make one claim two opposite ways (module docstring), or None:
     at least ``SAME_WORDS`` of their claims' distinctive words shared, and a disagreement;
-    antonyms and other numbers, the weakest signs, only when the rest of the words are
-    ``CLOSE`` to the same ("stay under 620 ms" / "865 ms" in two otherwise other texts)."""
+    antonyms, a weak sign, only when the rest of the words are ``CLOSE`` to the same; other
+    numbers and crossed words, the weakest ("stay under 620 ms" / "865 ms" in two otherwise
+    other texts; "writer 3" / "writer 5" naming two items), only when the rest is the same
+    words."""
     ca, cb = _claim(a), _claim(b)
     wa, wb = read(ca).content, read(cb).content
     if _jaccard(wa, wb) < SAME_WORDS:
         return None
     found = disagreement(ca, cb)
-    if found is None:
-        return reordered(ca, cb, relational=True)
-    if found.kind in ("antonym", "numbers"):
-        rest_a, rest_b = (frozenset(w for w in x - found.words if not any(c.isdigit() for c in w))
-                          for x in (wa, wb))  # "uuidv7" / "uuidv4" differ by the number only
-        if _jaccard(rest_a, rest_b) < CLOSE:
-            return None
+    if found is None:  # the same words crossed: the same claim only if no other word differs
+        crossed = reordered(ca, cb, relational=True)
+        return crossed if crossed and _rest(wa) == _rest(wb) else None
+    if found.kind == "antonym" and _jaccard(_rest(wa - found.words),
+                                            _rest(wb - found.words)) < CLOSE:
+        return None
+    # Numbers alone: the rest must be the same words, or two items that differ by a number
+    # ("note 3 of writer 1, marker w1n3" / "note 4 ..., marker w1n4") would be one claim.
+    if found.kind == "numbers" and _rest(wa) != _rest(wb):
+        return None
     return found.reason
+
+
+def _rest(words: frozenset[str]) -> frozenset[str]:
+    """The words without numbers and versions ("uuidv7"; a name with digits stays)."""
+    return frozenset(w for w in words if not is_number(w))
 
 
 def find_conflicts(memory: Memory, candidates: Iterable[Memory]) -> list[Memory]:
