@@ -1,21 +1,23 @@
 """What a memory text claims, read closely enough to tell "the same thing" from "the opposite".
 
-Word overlap sees "I prefer pnpm over npm" and "I prefer npm over pnpm" as one text. A
-:class:`Reading` keeps what overlap throws away, by rules (no model, no parser):
+Word overlap sees "I prefer pnpm over npm" and "I prefer npm over pnpm" as one text. Two
+readings keep what overlap throws away, by rules (no model, no parser; the word lists are in
+:mod:`memdir.lexicon`):
 
-- **tokens**: lower-cased words in order; hyphenated, dotted and slashed names stay whole
-  (``force-push``, ``os.path``, ``3.12``, ``http/2``), lightly stemmed ("mocks", "mocking"
-  -> "mock"). *Distinctive* tokens are those that are not function words.
-- **rejected**: what a negation governs (the run of distinctive words after it, past
-  articles and prepositions: "don't mock the clock" -> mock, "not in Git LFS" -> git lfs)
-  and what a contrast sets aside: "X over Y" / "X to Y" after prefer, favour, choose;
-  "X instead of Y", "X rather than Y", "X than Y", "X, not Y". A contrast also records the
+- :class:`Reading`, the words: lower-cased tokens in order; hyphenated, dotted and slashed
+  names stay whole (``force-push``, ``os.path``, ``3.12``, ``http/2``), lightly stemmed
+  ("mocks", "mocking" -> "mock"). *Distinctive* tokens are those that are not function
+  words. Numbers and versions ("15", "2026-03-10", "v2"), not digits inside a name.
+- :class:`Stance`, what the text rejects, prefers and orders (read only for the pairs whose
+  words already match). *Rejected*: the word a negation governs (its first distinctive word
+  past articles and prepositions: "don't mock the clock" -> mock, "not in Git LFS" -> git)
+  and the phrase a contrast sets aside: "X over Y" / "X to Y" after prefer, favour, choose;
+  "X instead of Y", "X rather than Y", "X than Y", "X, not Y"; a contrast also records the
   pair (X, Y). A negation with a condition ("don't X without Y", "never X unless Y") is a
   rule about when, not a refusal: it rejects nothing. Words of clauses without a negation
-  are *asserted*.
-- **ordered pairs**: "X before Y" / "Y after X", "X first ... then Y", "from X to Y": every
-  distinctive token of the earlier (source) span paired with every one of the later
-  (target) span, each span running to the clause's end.
+  are *asserted*. *Ordered pairs*: "X before Y" / "Y after X", "X first ... then Y", "from
+  X to Y": every distinctive token of the earlier (source) span paired with every one of
+  the later (target) span, each span running to the clause's end.
 
 Two texts *disagree* (:func:`disagreement`) when one prefers X over Y and the other Y over
 X; when one rejects a word that the other, a plain statement with no negation or contrast,
@@ -40,96 +42,28 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import pairwise
 
-__all__ = ["ANTONYMS", "Disagreement", "Reading", "disagreement", "is_number", "read",
-           "reordered"]
+from memdir.lexicon import (
+    ADVERBS,
+    ANTONYM,
+    EARLIER,
+    FUNCTION,
+    LATER,
+    LIGHT,
+    NUMBER,
+    PIVOTS,
+    PREFER,
+    SEQUENCE,
+    SKIP,
+    negation,
+    stem,
+)
+
+__all__ = ["Disagreement", "Reading", "Stance", "disagreement", "read", "reordered", "stance"]
 
 _TOKEN = re.compile(r"[a-z0-9]+(?:['\-./][a-z0-9]+)*")
-# A number is a token of its own ("15", "3.12", "2026-03-10", "02", "5s", "100mb") or a
-# version ("v2", "uuidv7"); digits inside a name ("billing0", "amd64", "e2e") are the name's,
-# and so is "#123".
-_NUMBER = re.compile(r"(?:[a-z]*v)?\d+(?:[.:,\-/]\d+)*(?:ms|s|m|h|d|w|k|kb|mb|gb|tb|x)?")
 _CLAUSE = re.compile(r"[,;:.!?()\[\]]+(?:\s|$)|[;:!?()\[\]]|\s+[-\u2013\u2014]\s+|\n"
                      r"|\b(?:and|or|but|while|whereas|so)\b")
 _SENTENCE = re.compile(r"[.;!?](?:\s|$)|\n")
-
-FUNCTION = frozenset("""
-    a an the this that these those it its it's is are was were be been being am do does did
-    doing done have has had having i we you he she they them their our your my me us of in
-    on at to for with by as into onto from about so if or and but nor also just very
-    too there here which who whom what when where how why all any each every some such can
-    could should would must may might will shall let lets via per up out both either more
-    most less own same other others one ones that's there's
-""".split())
-# Words a negation skips to reach what it negates: "never use npm" negates npm.
-_LIGHT = frozenset("use uses using used ever even really actually please also".split())
-_NEGATIONS = frozenset("""
-    not no never without nor cannot avoid avoids avoided avoiding skip skips skipped skipping
-    dislike dislikes disliked hate hates hated
-""".split())
-# What a negation or contrast reaches past to the word it governs: "not in Git LFS".
-_SKIP = frozenset("""
-    the a an be been being to do does did of in on at with for ever even really actually
-    also just use uses using used than
-""".split())
-_PREFER = frozenset("prefer prefers preferred preferring favour favours favoured favor "
-                    "favors favored choose chooses chose pick picks like likes".split())
-# Relational words kept in the order :func:`reordered` compares: "pnpm over npm".
-_PIVOTS = frozenset("over than instead rather to from into before after".split())
-_EARLIER = frozenset({"first", "firstly", "initially"})
-_LATER = frozenset({"then", "second", "afterwards", "afterward", "later", "next", "finally"})
-# Pairs of words where saying one is saying "not the other" about the same thing (compared
-# as stems, so "enabled" / "disables" count too). "before" / "after" are not here: "X before
-# Y" and "Y after X" say the same, so they are read as ordered pairs instead.
-ANTONYMS = (
-    ("enable", "disable"), ("allow", "forbid"), ("allow", "disallow"), ("allow", "deny"),
-    ("allow", "prohibit"), ("permit", "forbid"), ("increase", "decrease"), ("min", "max"),
-    ("minimum", "maximum"), ("always", "never"), ("on", "off"), ("include", "exclude"),
-    ("public", "private"), ("ascending", "descending"), ("sync", "async"),
-    ("synchronous", "asynchronous"), ("add", "remove"), ("succeed", "fail"),
-    ("success", "failure"), ("accept", "reject"), ("local", "remote"), ("like", "dislike"),
-    ("lowercase", "uppercase"), ("first", "last"), ("start", "stop"), ("start", "end"),
-    ("true", "false"), ("open", "close"), ("upper", "lower"), ("higher", "lower"),
-    ("faster", "slower"), ("more", "less"), ("more", "fewer"), ("inside", "outside"),
-    ("above", "below"), ("encrypt", "decrypt"), ("lock", "unlock"), ("required", "optional"),
-    ("mandatory", "optional"), ("internal", "external"), ("dark", "light"),
-    ("tabs", "spaces"), ("single", "double"), ("rebase", "merge"), ("camelcase", "snake_case"),
-    ("headless", "headed"), ("strict", "lenient"), ("verbose", "quiet"), ("old", "new"),
-    ("oldest", "newest"), ("mutable", "immutable"), ("stateful", "stateless"),
-    ("manual", "automatic"), ("sequential", "parallel"), ("eager", "lazy"),
-)
-
-
-@lru_cache(maxsize=65536)
-def stem(word: str) -> str:
-    """A light stem: the same for "mock", "mocks", "mocked", "mocking" and "rebase",
-    "rebasing" (not a linguist's stem: only consistent on the forms that matter here)."""
-    if any(c.isdigit() for c in word) or "." in word or "/" in word:
-        return word
-    for suffix in ("ing", "ed", "es", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss") \
-                and not word.endswith("eed"):  # need, succeed, proceed
-            word = word[: -len(suffix)]
-            if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
-                word = word[:-1]  # running -> run, stopped -> stop
-            break
-    return word[:-1] if len(word) > 3 and word.endswith("e") else word
-
-
-_ANTONYM = frozenset({(stem(x), stem(y)) for x, y in ANTONYMS}
-                     | {(stem(y), stem(x)) for x, y in ANTONYMS})
-
-
-_SEQUENCE = _EARLIER | _LATER | {"before", "after", "from"}
-_ADVERBS = frozenset(stem(w) for w in "always usually often sometimes rarely only".split())
-
-
-def is_number(token: str) -> bool:
-    """Whether a token is a number or a version (``_NUMBER``), not a name with digits."""
-    return _NUMBER.fullmatch(token) is not None
-
-
-def _negation(token: str) -> bool:
-    return token in _NEGATIONS or token.endswith("n't") or token == "dont"
 
 
 def _clauses(text: str) -> list[list[str]]:
@@ -138,19 +72,11 @@ def _clauses(text: str) -> list[list[str]]:
 
 @dataclass(frozen=True)
 class Reading:
-    """One text read (module docstring): its stems in order, what it rejects and asserts,
-    its ordered pairs, its numbers and its raw distinctive words."""
+    """The words of one text (module docstring): its stems in order, its distinctive words,
+    its numbers; what it rejects, prefers and orders is its :class:`Stance`."""
 
     stems: tuple[str, ...]  # distinctive tokens and relational words, stemmed, in order
     content: frozenset[str]  # the distinctive stems (no relational words)
-    rejected: frozenset[str]  # governed by a negation or a contrast
-    contrasted: frozenset[str]  # governed by a contrast: "over Y", "instead of Y", ", not Y"
-    preferred: frozenset[str]  # the X of "X over Y"
-    contrasts: frozenset[tuple[str, str]]  # (X, Y) of "X over Y"
-    asserted: frozenset[str]  # outside any negation
-    negative: bool
-    contrastive: bool
-    pairs: frozenset[tuple[str, str]]  # (earlier or source, later or target)
     numbers: frozenset[str]  # numbers and versions, a date or version with its parts
     words: frozenset[str]  # distinctive tokens, not stemmed
     added: frozenset[str]  # tokens that follow "and" / "or": another item of a list
@@ -164,54 +90,75 @@ class Reading:
 
 
 def _distinct(tokens: list[str]) -> list[str]:
-    return [stem(t) for t in tokens if t not in FUNCTION and t not in _LIGHT
-            and not _negation(t)]
-
-
-@dataclass
-class _Stance:
-    """What :func:`_polarity` collects over a text's clauses."""
-
-    rejected: set[str] = field(default_factory=set)
-    contrasted: set[str] = field(default_factory=set)  # rejected by a contrast
-    preferred: set[str] = field(default_factory=set)  # what a contrast prefers
-    contrasts: set[tuple[str, str]] = field(default_factory=set)  # (preferred, set aside)
-    asserted: set[str] = field(default_factory=set)  # in clauses with no negation
-    negative: bool = False  # a negation anywhere
-    contrastive: bool = False  # a contrast anywhere
+    return [stem(t) for t in tokens if t not in FUNCTION and t not in LIGHT
+            and not negation(t)]
 
 
 @lru_cache(maxsize=65536)
 def read(text: str) -> Reading:
-    """The reading of one text (cached: consolidation compares each text many times)."""
+    """The words of one text (cached: consolidation compares each text many times)."""
     low = text.lower().replace("\u2019", "'")
-    stance = _Stance()
+    tokens = _TOKEN.findall(low)
+    named = set(re.findall(r"#(\d+)", low))  # "issue #123": a name, not a quantity
+    return Reading(
+        stems=tuple(t if t in PIVOTS else stem(t) for t in tokens if t in PIVOTS or (
+            t not in FUNCTION and t not in LIGHT and not negation(t))),
+        content=frozenset(_distinct(tokens)),
+        numbers=frozenset(part for t in tokens if NUMBER.fullmatch(t) and t not in named
+                          for part in {t, *re.split(r"[.:,\-/]", t)}),  # 2024-06-03 has 2024
+        words=frozenset(t for t in tokens if t not in FUNCTION and t not in LIGHT),
+        added=frozenset(_added(tokens)),
+        all_stems=frozenset(stem(t) for t in tokens),
+        passive=" by " in f" {low} ",
+        surface=tuple({stem(t): t for t in reversed(tokens)}.items()))
+
+
+@dataclass
+class _Collected:
+    """What :func:`_polarity` collects over a text's clauses."""
+
+    rejected: set[str] = field(default_factory=set)
+    contrasted: set[str] = field(default_factory=set)
+    preferred: set[str] = field(default_factory=set)
+    contrasts: set[tuple[str, str]] = field(default_factory=set)
+    asserted: set[str] = field(default_factory=set)
+    negative: bool = False
+    contrastive: bool = False
+
+
+@dataclass(frozen=True)
+class Stance:
+    """What one text rejects, prefers and orders (module docstring); read only for the pairs
+    whose words already match, so it is a step of its own."""
+
+    rejected: frozenset[str]  # governed by a negation or a contrast
+    contrasted: frozenset[str]  # governed by a contrast: "over Y", "instead of Y", ", not Y"
+    preferred: frozenset[str]  # the X of "X over Y"
+    contrasts: frozenset[tuple[str, str]]  # (X, Y) of "X over Y"
+    asserted: frozenset[str]  # in clauses with no negation
+    negative: bool  # a negation anywhere
+    contrastive: bool  # a contrast anywhere
+    pairs: frozenset[tuple[str, str]]  # (earlier or source, later or target)
+
+
+@lru_cache(maxsize=65536)
+def stance(text: str) -> Stance:
+    """The stance of one text (cached)."""
+    low = text.lower().replace("\u2019", "'")
+    found = _Collected()
     pairs: set[tuple[str, str]] = set()
     for sentence in _SENTENCE.split(low):
         earlier: list[str] = []
         later: list[str] = []
         clauses = _clauses(sentence)
-        _polarity(clauses, stance)
+        _polarity(clauses, found)
         for clause in clauses:
             _order(clause, pairs, earlier, later)
         pairs.update((x, y) for x in earlier for y in later if x != y)
-    tokens = _TOKEN.findall(low)
-    named = set(re.findall(r"#(\d+)", low))  # "issue #123": a name, not a quantity
-    return Reading(
-        stems=tuple(t if t in _PIVOTS else stem(t) for t in tokens if t in _PIVOTS or (
-            t not in FUNCTION and t not in _LIGHT and not _negation(t))),
-        content=frozenset(_distinct(tokens)),
-        rejected=frozenset(stance.rejected), contrasted=frozenset(stance.contrasted),
-        preferred=frozenset(stance.preferred), contrasts=frozenset(stance.contrasts),
-        asserted=frozenset(stance.asserted),
-        negative=stance.negative, contrastive=stance.contrastive, pairs=frozenset(pairs),
-        numbers=frozenset(part for t in tokens if _NUMBER.fullmatch(t) and t not in named
-                          for part in {t, *re.split(r"[.:,\-/]", t)}),  # 2024-06-03 has 2024
-        words=frozenset(t for t in tokens if t not in FUNCTION and t not in _LIGHT),
-        added=frozenset(_added(tokens)),
-        all_stems=frozenset(stem(t) for t in tokens),
-        passive=" by " in f" {low} ",
-        surface=tuple({stem(t): t for t in reversed(tokens)}.items()))
+    return Stance(frozenset(found.rejected), frozenset(found.contrasted),
+                  frozenset(found.preferred), frozenset(found.contrasts),
+                  frozenset(found.asserted), found.negative, found.contrastive,
+                  frozenset(pairs))
 
 
 def _added(tokens: list[str]) -> list[str]:
@@ -224,12 +171,12 @@ def _span(clause: list[str], cue: int) -> list[int]:
     """The words a cue governs: past articles and prepositions, up to the next function
     word ("don't mock the clock" -> mock; "over deeply nested if blocks" -> deeply nested)."""
     j = cue + 1
-    while j < len(clause) and (clause[j] in _SKIP or _negation(clause[j])
+    while j < len(clause) and (clause[j] in SKIP or negation(clause[j])
                                or clause[j] in ("rather", "instead", "than")):
         j += 1
     out = []
-    while j < len(clause) and clause[j] not in FUNCTION and clause[j] not in _SKIP \
-            and not _negation(clause[j]) and not clause[j][0].isdigit():
+    while j < len(clause) and clause[j] not in FUNCTION and clause[j] not in SKIP \
+            and not negation(clause[j]) and not clause[j][0].isdigit():
         out.append(j)
         j += 1
     return out
@@ -242,7 +189,7 @@ def _phrase_before(tokens: list[str]) -> list[str]:
     for token in reversed(tokens):
         if token in ("rather", "instead") and not out:
             continue
-        if token in FUNCTION or token in _LIGHT or _negation(token) or token in _PREFER:
+        if token in FUNCTION or token in LIGHT or negation(token) or token in PREFER:
             break
         out.append(stem(token))
     return out[::-1]
@@ -251,26 +198,26 @@ def _phrase_before(tokens: list[str]) -> list[str]:
 def _object(tokens: list[str]) -> bool:
     """Whether the words between "prefer" and "over" / "to" are a plain object ("prefer
     httpx to aiohttp"), not a clause ("prefer PRs that are easy to review")."""
-    return bool(_distinct(tokens)) and all(t in _SKIP or t in _LIGHT or t not in FUNCTION
+    return bool(_distinct(tokens)) and all(t in SKIP or t in LIGHT or t not in FUNCTION
                                            for t in tokens)
 
 
-def _polarity(clauses: list[list[str]], out: _Stance) -> None:
+def _polarity(clauses: list[list[str]], out: _Collected) -> None:
     """Mark what each negation or contrast governs as rejected (module docstring). A
     negation with a condition ("don't X without Y", "never X unless Y") is a rule about when,
     not a refusal: nothing in that clause is rejected."""
     previous: list[str] = []
     for clause in clauses:
-        negations = [i for i, token in enumerate(clause) if _negation(token)]
+        negations = [i for i, token in enumerate(clause) if negation(token)]
         conditional = len(negations) > 1 or "unless" in clause
         out.negative = out.negative or bool(negations)
         governed: set[int] = set()
-        since = next((i for i, token in enumerate(clause) if token in _PREFER), len(clause))
+        since = next((i for i, token in enumerate(clause) if token in PREFER), len(clause))
         for i, token in enumerate(clause):
             contrast = token in ("than", "instead") or (
                 token in ("over", "to") and _object(clause[since + 1:i]))
-            lead = i == 0 and _negation(token) and bool(previous)  # "use X, not Y"
-            if not contrast and not lead and not (_negation(token) and not conditional):
+            lead = i == 0 and negation(token) and bool(previous)  # "use X, not Y"
+            if not contrast and not lead and not (negation(token) and not conditional):
                 continue
             left = _phrase_before(previous if lead else clause[:i])
             contrast = contrast or lead
@@ -287,8 +234,8 @@ def _polarity(clauses: list[list[str]], out: _Stance) -> None:
                 out.contrasts.update((x, y) for x in left for y in words)
         if not negations or (negations == [0] and previous):
             out.asserted.update(stem(t) for i, t in enumerate(clause) if i not in governed
-                                and t not in FUNCTION and t not in _LIGHT
-                                and not _negation(t))
+                                and t not in FUNCTION and t not in LIGHT
+                                and not negation(t))
         previous = clause
 
 
@@ -296,7 +243,7 @@ def _order(clause: list[str], pairs: set[tuple[str, str]], earlier: list[str],
            later: list[str]) -> None:
     """Ordered pairs of one clause; "first" / "then" spans are collected per sentence."""
     for i, token in enumerate(clause):
-        if token not in _SEQUENCE:
+        if token not in SEQUENCE:
             continue
         before, after = _distinct(clause[:i]), _distinct(clause[i + 1:])
         if token == "before":
@@ -310,9 +257,9 @@ def _order(clause: list[str], pairs: set[tuple[str, str]], earlier: list[str],
                 source = _distinct(clause[i + 1:end])
                 target = _distinct(clause[end + 1:])
                 pairs.update((x, y) for x in source for y in target if x != y)
-        elif token in _EARLIER:
+        elif token in EARLIER:
             earlier.extend(before or after)
-        elif token in _LATER:
+        elif token in LATER:
             later.extend(after if token == "then" or not before else before)
 
 
@@ -330,28 +277,29 @@ def disagreement(a: str, b: str) -> Disagreement | None:
     """How two texts say opposite things of what they share, or None: a preference or a
     polarity flipped, a pair ordered both ways, antonyms, other numbers."""
     ra, rb = read(a), read(b)
-    reversed_ = sorted((x, y) for x, y in ra.contrasts if (y, x) in rb.contrasts
-                       and (x, y) not in rb.contrasts)
+    sa, sb = stance(a), stance(b)
+    reversed_ = sorted((x, y) for x, y in sa.contrasts if (y, x) in sb.contrasts
+                       and (x, y) not in sb.contrasts)
     if reversed_:
         x, y = reversed_[0]
         return Disagreement("preference", f"one prefers {ra.word(x)!r} over {ra.word(y)!r}, "
                             f"the other {rb.word(y)!r} over {rb.word(x)!r}", frozenset((x, y)))
-    for one, other in ((ra, rb), (rb, ra)):
+    for one, other, shown in ((sa, sb, rb), (sb, sa, ra)):
         # A plain statement (no negation, no contrast) against a negation or a contrast of it.
         if not other.negative and not other.contrastive:
             flipped = sorted((one.rejected - one.asserted - one.preferred) & other.asserted)
             if flipped:
-                word = other.word(flipped[0])
+                word = shown.word(flipped[0])
                 return Disagreement("polarity", f"one says no to {word!r}, the other says yes "
                                     "to it", frozenset(flipped))
-    crossed = sorted(((x, y) for x, y in ra.pairs if (y, x) in rb.pairs
-                      and (x, y) not in rb.pairs and (y, x) not in ra.pairs),
-                     key=lambda p: (p[0] in _ADVERBS or p[1] in _ADVERBS, p))
+    crossed = sorted(((x, y) for x, y in sa.pairs if (y, x) in sb.pairs
+                      and (x, y) not in sb.pairs and (y, x) not in sa.pairs),
+                     key=lambda p: (p[0] in ADVERBS or p[1] in ADVERBS, p))
     if crossed:
         x, y = crossed[0]
         return Disagreement("order", f"the order is reversed: {ra.word(x)!r} before "
                             f"{ra.word(y)!r} in one, after it in the other", frozenset((x, y)))
-    for x, y in sorted(_ANTONYM):
+    for x, y in sorted(ANTONYM):
         if x in ra.all_stems and y in rb.all_stems and y not in ra.all_stems \
                 and x not in rb.all_stems:
             return Disagreement("antonym", f"opposite words: {ra.word(x)!r} in one, "
@@ -396,7 +344,7 @@ def reordered(a: str, b: str, *, relational: bool = False) -> str | None:
         if not (0 < j < len(ub) - 1 and ub[j - 1] == right and ub[j + 1] == left):
             continue
         numbers = all(w[0].isdigit() for w in (*left, *right))
-        if relational and not (numbers or (set(pivot) & _PIVOTS and len(pivot) <= 3)):
+        if relational and not (numbers or (set(pivot) & PIVOTS and len(pivot) <= 3)):
             continue
         x, p, y = (" ".join(ra.word(w) for w in u) for u in (left, pivot, right))
         return (f"the same words in another order: {x!r} {p!r} {y!r} in one, "

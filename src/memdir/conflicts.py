@@ -43,7 +43,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from memdir.claims import disagreement, is_number, read, reordered
+from memdir.claims import disagreement, read, reordered
+from memdir.lexicon import is_number
 from memdir.model import Memory
 from memdir.similarity import content_words
 
@@ -80,10 +81,10 @@ _FUNCTION = frozenset("""
 
 
 def _claim(text: str) -> str:
-    """The memory's claim: its text before the Why / How to apply explanation."""
+    """The memory's claim: its text before the Why / How to apply explanation (the text
+    itself when it has none, so :func:`memdir.claims.read` reads it once for both rules)."""
     found = _CLAIM_END.search(text)
-    head = text[: found.start()] if found and found.start() > 0 else text
-    return head.lower().replace("\u2019", "'")
+    return text[: found.start()] if found and found.start() > 0 else text
 
 
 def _stem(word: str) -> str:
