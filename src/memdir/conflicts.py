@@ -33,7 +33,8 @@ vs "integration" tests) from the same one; those pairs are listed there as known
 reported conflict is a warning for a person to read, never a refusal.
 
 Invariants: :func:`conflict` and :func:`contradicts` are symmetric; :func:`conflicting_pairs`
-finds every pair :func:`conflict` accepts without comparing every pair (prefix filtering).
+finds every pair :func:`conflict` accepts without comparing every pair (prefix filtering,
+tests/test_conflicts.py checks it against all pairs).
 """
 
 from __future__ import annotations
@@ -173,34 +174,44 @@ class Conflict:
 
 def conflicting_pairs(memories: Sequence[Memory]) -> list[Conflict]:
     """Every pair of the active memories given, of one type and scope, that :func:`conflict`
-    accepts, the oldest pair first; without comparing every pair. Prefix filtering: two
-    claims sharing at least half of their words (Jaccard >= ``SAME_WORDS``) share one of the
-    first ``len - ceil(SAME_WORDS * len) + 1`` words of each, in one order of the words
-    (rarest first), so only memories whose prefixes meet are compared."""
-    active = [m for m in memories if m.status == "active"]
+    accepts, the oldest pair first; without comparing every pair.
+
+    Prefix filtering (AllPairs): with the words of every claim in one order (rarest first),
+    two claims sharing ``o`` words have the first shared word within the first ``len - o +
+    1`` words of each. Jaccard >= t means ``o >= t * len`` of the longer claim and ``o >=
+    2t / (1 + t) * len`` of the shorter, so memories are visited shortest first, each probes
+    the index with its first ``len - ceil(t * len) + 1`` words, then enters its first ``len -
+    ceil(2t / (1 + t) * len) + 1``, and only the pairs that meet there are compared."""
+    active = sorted((m for m in memories if m.status == "active"),
+                    key=lambda m: len(read(_claim(m.body)).content))
     words = [read(_claim(m.body)).content for m in active]
+    sizes = [len(mine) for mine in words]
     counts: dict[tuple[str, str, str], int] = {}
     for m, mine in zip(active, words, strict=True):
         for w in mine:
             counts[(m.type, m.scope, w)] = counts.get((m.type, m.scope, w), 0) + 1
-    index: dict[tuple[str, str, str], list[int]] = {}
+    rank = {key: n for n, key in enumerate(sorted(counts, key=lambda k: (counts[k], k)))}
+    t = SAME_WORDS
+    index: dict[int, list[int]] = {}
     found = []
     for i, (m, mine) in enumerate(zip(active, words, strict=True)):
-        keys = sorted(((m.type, m.scope, w) for w in mine), key=lambda k: (counts[k], k))
-        prefix = keys[: len(keys) - math.ceil(SAME_WORDS * len(keys)) + 1]
+        keys = sorted(rank[(m.type, m.scope, w)] for w in mine)  # the rarest word first
+        size = len(keys)
         candidates: set[int] = set()
-        for key in prefix:  # the memories before this one whose prefix meets its prefix
-            candidates.update(index.get(key, ()))
-        size = len(mine)
+        for key in keys[: size - math.ceil(t * size - 1e-9) + 1]:  # shorter ones whose prefix
+            candidates.update(index.get(key, ()))          # meets this one's
+        smallest = t * size
         for j in candidates:
+            if sizes[j] < smallest:
+                continue  # too short to share half of the words
             theirs = words[j]
             shared = len(mine & theirs)
-            if shared < SAME_WORDS * (size + len(theirs) - shared):
+            if shared < t * (size + sizes[j] - shared):
                 continue  # the cheap test first: most candidates share too few words
             older, newer = sorted((m, active[j]), key=lambda x: (x.updated, x.id))
             reason = conflict(older.body, newer.body)
             if reason:
                 found.append(Conflict(older, newer, reason))
-        for key in prefix:
+        for key in keys[: size - math.ceil(2 * t * size / (1 + t) - 1e-9) + 1]:
             index.setdefault(key, []).append(i)
     return sorted(found, key=lambda c: (c.older.updated, c.older.id, c.newer.id))

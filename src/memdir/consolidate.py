@@ -111,16 +111,16 @@ def near_duplicate(a: str, b: str) -> bool:
     and nothing read as a disagreement (:func:`memdir.claims.disagreement`: a word one
     rejects and the other asserts, an order reversed, antonyms) or a reordering around a
     pivot (:func:`memdir.claims.reordered`: "pnpm over npm" vs "npm over pnpm")."""
+    ra, rb = read(a), read(b)  # cached: the cheapest test first
+    small, large = sorted((ra, rb), key=lambda r: len(r.words))
+    if not small.words <= large.words or (large.words - small.words) & large.added:
+        return False  # a word swapped, or another item added: "amd64" / "amd64 and arm64"
     if similarity(a, b) < MERGE_SIMILARITY:
         return False
     low_a, low_b = a.lower(), b.lower()
     if not _same_numbers(low_a, low_b) or \
             set(_NEGATION.findall(low_a)) != set(_NEGATION.findall(low_b)):
         return False
-    ra, rb = read(a), read(b)
-    small, large = sorted((ra, rb), key=lambda r: len(r.words))
-    if not small.words <= large.words or (large.words - small.words) & large.added:
-        return False  # a word swapped, or another item added: "amd64" / "amd64 and arm64"
     return disagreement(a, b) is None and reordered(a, b) is None
 
 
