@@ -1,8 +1,12 @@
-"""Conflicts (seed 004): a private feedback memory that contradicts a team one.
+"""Conflicts: memories that say opposite things of one thing.
 
-The rule (:mod:`memdir.conflicts`) on hand-made labelled pairs, then ``Memdir.conflicts``
-with a team directory in the repository, and how ``memdir store`` and MCP ``memory_learn``
-report them. The team scope over a server is covered in tests/test_team.py.
+Seed 004: the rule (:mod:`memdir.conflicts`) on hand-made labelled pairs, then
+``Memdir.conflicts`` with a team directory in the repository, and how ``memdir store`` and
+MCP ``memory_learn`` report them (the team scope over a server: tests/test_team.py).
+Issue 21: consolidation plans memories that disagree as a ``conflict`` and never merges or
+archives them by rules: through the real CLI (the "pnpm over npm" case), ``doctor``, MCP
+``memory_consolidate`` and the HTTP API. The labelled pairs of
+``tests/data/near_duplicates.jsonl`` are judged in tests/test_merge_pairs.py.
 """
 
 from __future__ import annotations
@@ -168,3 +172,143 @@ def test_mcp_learn_returns_the_conflicts(md: Memdir) -> None:
     assert out["clash"]["conflicts"][0]["scope"] == "team"
     assert json.loads(out["text"])["conflicts"][0]["id"] == team.id
     assert out["fine"]["conflicts"] == []
+
+
+# -- consolidation: memories that disagree are a conflict, never a merge (issue 21) -----------
+
+PNPM = ["I prefer pnpm over npm.", "I prefer pnpm over npm for installs.",
+        "Prefer pnpm over npm.", "I prefer npm over pnpm."]
+# The older memory is named first; stored in one second, either may be the older.
+SWAPPED = ("they disagree: one prefers 'pnpm' over 'npm', the other 'npm' over 'pnpm'",
+           "they disagree: one prefers 'npm' over 'pnpm', the other 'pnpm' over 'npm'")
+
+
+def test_pnpm_over_npm_is_a_conflict_not_a_merge_through_the_cli(cli: CLI) -> None:
+    """The reported case: three "pnpm over npm" memories and one "npm over pnpm" were merged
+    as "near-duplicates" and `--yes` archived the three pnpm ones."""
+    ids = []
+    for text in PNPM:
+        stored = cli_json(cli("store", "--type", "preference", "--json", text))
+        assert isinstance(stored, dict)
+        ids.append(stored["memory"]["id"])
+    *pnpm, npm = ids
+    expected = {frozenset((p, npm)) for p in pnpm}
+
+    applied = cli("consolidate", "--yes")
+    assert applied.returncode == 0, applied.stderr
+    lines = applied.stdout.splitlines()
+    assert lines[0] == "applied: 0 operations"
+    assert lines[1] == "3 conflicts: never merged or archived by rules"
+    shown = {frozenset(line.split(":")[0].removeprefix("  conflict ").split(", "))
+             for line in lines[2:5]}
+    assert shown == expected
+    assert all(line.endswith(SWAPPED) for line in lines[2:5])
+    assert "to resolve:" in lines[5] and "memdir archive" in lines[5]
+    listed = cli_json(cli("list", "--status", "all", "--json"))
+    assert isinstance(listed, list) and len(listed) == 4
+    assert {m["status"] for m in listed} == {"active"}  # nothing archived, nothing merged
+    assert not (Path(listed[0]["file"]).parent.parent.parent / "history.jsonl").exists()
+
+    plan = cli_json(cli("consolidate", "--json"))
+    assert isinstance(plan, dict) and plan["applied"] is False
+    assert {op["op"] for op in plan["operations"]} == {"conflict"}
+    assert {frozenset(op["memories"]) for op in plan["operations"]} == expected
+    assert all(op["reason"] in SWAPPED and op["changes"] == {} for op in plan["operations"])
+
+    doctor = cli("doctor")
+    assert doctor.returncode == 0, doctor.stdout  # a notice, not a fault
+    assert doctor.stdout.count("- [memory-conflict] ") == 3
+    found = cli_json(cli("doctor", "--json"))
+    assert isinstance(found, list)
+    notices = [p for p in found if p["kind"] == "memory-conflict"]
+    reasons = tuple(r.removeprefix("they disagree: ") for r in SWAPPED)
+    assert len(notices) == 3 and all(npm in p["message"] and p["message"].endswith(reasons)
+                                     and "memdir archive" in p["hint"]
+                                     and "MEMDIR_LLM" in p["hint"] for p in notices)
+
+
+def test_a_conflict_holds_both_memories_out_of_merges_and_archives(home: Path,
+                                                                    repo: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    start = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+    with Memdir(home=home, project=repo, clock=lambda: start) as md:
+        weak = md.store("Enable HTTP/2 on the internal load balancer.", type="fact",
+                        relevance=0.2)
+    with Memdir(home=home, project=repo, clock=lambda: start + timedelta(days=1)) as md:
+        strong = md.store("Disable HTTP/2 on the internal load balancer.", type="fact")
+        keep = md.store("Deploys go through ArgoCD, never through kubectl apply",
+                        type="decision")
+        dup = md.store("Deploys go through ArgoCD, never through kubectl apply by hand",
+                       type="decision")
+    later = start + timedelta(days=400)  # the weak one is far below the archive strength
+    with Memdir(home=home, project=repo, clock=lambda: later) as md:
+        applied = md.consolidate(dry_run=False)
+        ops = {op.op: op for op in applied.operations}
+        assert ops["conflict"].memories == (weak.id, strong.id)
+        assert ops["conflict"].reason == ("they disagree: opposite words: 'enable' in one, "
+                                          "'disable' in the other")
+        assert set(ops["merge"].memories) == {keep.id, dup.id}
+        assert weak.id not in {i for op in applied.operations if op.op != "conflict"
+                               for i in op.memories}
+        assert md.get(weak.id).status == md.get(strong.id).status == "active"
+
+
+def test_conflicting_pairs_finds_every_pair_the_rule_accepts() -> None:
+    """The inverted index finds what comparing every pair finds."""
+    import itertools
+
+    from memdir.conflicts import conflict, conflicting_pairs
+    from memdir.model import Memory
+
+    data = Path(__file__).parent / "data" / "near_duplicates.jsonl"
+    texts = sorted({t for line in data.read_text("utf-8").splitlines() if line.strip()
+                    for t in (json.loads(line)["a"], json.loads(line)["b"])})
+    memories = [Memory(id=f"m{n:04d}", name=t[:40], description=t[:80], type="fact",
+                       scope="project", body=t) for n, t in enumerate(texts)]
+    found = {(c.older.id, c.newer.id) for c in conflicting_pairs(memories)}
+    every = {(a.id, b.id) for a, b in itertools.combinations(memories, 2)
+             if conflict(a.body, b.body)}
+    assert found == every and len(found) > 100
+
+
+def test_mcp_consolidate_and_the_api_report_conflicts(home: Path, repo: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from server_support import running_server
+
+    day = datetime.now(UTC) - timedelta(days=2)
+    with Memdir(home=home, project=repo, clock=lambda: day) as md:
+        older = md.store("Prefer pytest over unittest for new tests.", type="preference")
+        md.store("The docs site is built with MkDocs.", type="fact")
+    with Memdir(home=home, project=repo, clock=lambda: day + timedelta(days=1)) as md:
+        newer = md.store("Prefer unittest over pytest for new tests.", type="preference")
+    out: dict[str, Any] = {}
+    md = Memdir(home=home, project=repo)
+
+    async def main() -> None:
+        async with Client(build_server(md=md), read_timeout_seconds=30) as client:
+            plan = await client.call_tool("memory_consolidate", {"dry_run": False})
+            tools = (await client.list_tools()).tools
+            out.update(plan=plan.structured_content,
+                       doc=next(t.description for t in tools if t.name == "memory_consolidate"))
+
+    with md:
+        anyio.run(main)
+    assert out["plan"]["applied"] is True
+    assert [(op["op"], op["memories"]) for op in out["plan"]["operations"]] == [
+        ("conflict", [older.id, newer.id])]
+    assert "pytest" in out["plan"]["operations"][0]["reason"]
+    assert '"conflict"' in out["doc"] and "never merged or archived" in " ".join(out["doc"].split())
+    with Memdir(home=home, project=repo) as md:
+        assert md.get(older.id).status == md.get(newer.id).status == "active"
+
+    with running_server(home, repo) as server:
+        answer = server.request("GET", "/api/memory/conflicts")
+        assert answer.status_code == 200, answer.text
+        assert answer.json() == {"conflicts": [{
+            "memories": [older.id, newer.id], "scope": "project", "type": "preference",
+            "reason": "one prefers 'pytest' over 'unittest', the other 'unittest' over "
+                      "'pytest'"}]}
+        only_facts = server.request("GET", "/api/memory/conflicts", params={"type": "fact"})
+        assert only_facts.json() == {"conflicts": []}

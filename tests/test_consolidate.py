@@ -265,34 +265,79 @@ def test_the_lock_with_real_processes(md: Memdir, home: Path, repo: Path) -> Non
             holder.stdout.close()
 
 
-def test_with_an_llm_wording_is_merged_and_contradictions_superseded(
-        home: Path, repo: Path, monkeypatch: pytest.MonkeyPatch,
-        scripted_llm: ScriptedServer) -> None:
+def _postgres_pair(home: Path, repo: Path) -> tuple[str, str]:
+    """An older and a newer memory that disagree (other numbers): a conflict by the rules."""
+    with Memdir(home=home, project=repo, clock=lambda: START) as md:
+        old = md.store("The staging database runs Postgres 15", type="fact")
+    with Memdir(home=home, project=repo, clock=lambda: START + timedelta(days=1)) as md:
+        new = md.store("The staging database runs Postgres 16", type="fact")
+    return old.id, new.id
+
+
+def _with_scripted_llm(monkeypatch: pytest.MonkeyPatch, scripted_llm: ScriptedServer) -> None:
     monkeypatch.setenv("MEMDIR_LLM", "openai:m")
     monkeypatch.setenv("OPENAI_BASE_URL", scripted_llm.url + "/v1")
+
+
+def test_with_an_llm_wording_is_merged_and_the_newer_supersedes_when_the_model_says_so(
+        home: Path, repo: Path, monkeypatch: pytest.MonkeyPatch,
+        scripted_llm: ScriptedServer) -> None:
+    _with_scripted_llm(monkeypatch, scripted_llm)
     with Memdir(home=home, project=repo, clock=lambda: START) as md:
         md.store("Deploys go through ArgoCD, never through kubectl apply", type="decision")
         md.store("Deploys go through ArgoCD, never through kubectl apply by hand",
                  type="decision")
-        old = md.store("The staging database runs Postgres 15", type="fact")
-    with Memdir(home=home, project=repo, clock=lambda: START + timedelta(days=1)) as md:
-        new = md.store("The staging database runs Postgres 16", type="fact")
+    old, new = _postgres_pair(home, repo)
+    with Memdir(home=home, project=repo, clock=lambda: START + timedelta(days=2)) as md:
+        planned = md.consolidate(dry_run=True, use_llm=False)  # the rules alone: a conflict
+        assert [(op.op, op.memories) for op in planned.conflicts] == [("conflict", (old, new))]
         scripted_llm.reply_openai(json.dumps(
             {"content": "Deploys go through ArgoCD; never kubectl apply, not even by hand"}))
-        scripted_llm.reply_openai(json.dumps({"contradictions": [1]}))
+        scripted_llm.reply_openai(json.dumps({"contradictions": [
+            {"pair": 1, "newer_replaces_older": True,
+             "reason": "staging was upgraded from Postgres 15 to 16"}]}))
         applied = md.consolidate(dry_run=False)
         kinds = {op.op: op for op in applied.operations}
+        assert set(kinds) == {"merge", "supersede"}  # the conflict is resolved, not reported
         assert "wording merged by the LLM" in kinds["merge"].reason
-        assert kinds["supersede"].memories == (old.id, new.id)
+        assert kinds["supersede"].memories == (old, new)
+        assert kinds["supersede"].reason == (f"the LLM says the newer {new} replaces it: "
+                                             "staging was upgraded from Postgres 15 to 16")
         keep = kinds["merge"].memories[0]
         assert md.get(keep).body == "Deploys go through ArgoCD; never kubectl apply, not " \
                                     "even by hand"
-        assert md.get(old.id).status == "archived" and md.get(old.id).superseded_by == new.id
-        assert md.get(new.id).status == "active"
+        assert md.get(old).status == "archived" and md.get(old).superseded_by == new
+        assert md.get(new).status == "active"
         assert len(scripted_llm.requests) == 2
-        # An unusable answer changes nothing: the rules' plan stands.
-        scripted_llm.reply_openai("no idea")
-        assert not [op for op in md.consolidate().operations if op.op == "supersede"]
+        asked = json.dumps(scripted_llm.requests[1].body)
+        assert json.dumps("1. A: The staging database runs Postgres 15\n   B: The staging "
+                          "database runs Postgres 16")[1:-1] in asked  # older first
+
+
+@pytest.mark.parametrize(("answer", "note"), [
+    ({"contradictions": []}, "; the LLM found no contradiction: check them"),
+    ({"contradictions": [{"pair": 1, "newer_replaces_older": False,
+                          "reason": "both run, on different hosts"}]},
+     "; the LLM says they contradict and the newer does not replace the older: both run, "
+     "on different hosts"),
+    ("no idea", ""),  # garbage: the rules' plan as it was
+    ({"contradictions": [1]}, ""),  # not the asked shape: unusable too
+    ({"contradictions": [{"pair": 1, "newer_replaces_older": True}]}, ""),  # no reason
+], ids=["no", "contradict-but-keep-both", "garbage", "old-shape", "no-reason"])
+def test_with_an_llm_a_conflict_stays_reported_unless_the_model_says_the_newer_wins(
+        home: Path, repo: Path, monkeypatch: pytest.MonkeyPatch,
+        scripted_llm: ScriptedServer, answer: object, note: str) -> None:
+    _with_scripted_llm(monkeypatch, scripted_llm)
+    old, new = _postgres_pair(home, repo)
+    with Memdir(home=home, project=repo, clock=lambda: START + timedelta(days=2)) as md:
+        scripted_llm.reply_openai(answer if isinstance(answer, str) else json.dumps(answer))
+        applied = md.consolidate(dry_run=False)
+        assert len(scripted_llm.requests) == 1
+        assert [(op.op, op.memories, op.reason) for op in applied.operations] == [
+            ("conflict", (old, new), "they disagree: other numbers: 15 in one, 16 in the other"
+             + note)]
+        assert md.get(old).status == md.get(new).status == "active"
+        assert not (home / "history.jsonl").exists()  # a plan of conflicts changes nothing
 
 
 def test_a_failed_dream_releases_the_lock_and_keeps_the_last_run(md: Memdir) -> None:

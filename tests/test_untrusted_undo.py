@@ -36,7 +36,7 @@ def _build(home: Path, repo: Path, pairs: int = 15) -> None:
     with Memdir(home=home, project=repo, clock=lambda: PAST) as md:
         for i in range(pairs):
             md.store(f"Deploys of the billing{i} service go through ArgoCD", type="decision")
-            md.store(f"Deploys of the billing{i} service go through ArgoCD and Helm",
+            md.store(f"Deploys of the billing{i} service always go through ArgoCD",
                      type="decision")
         for i in range(5):
             md.store(f"The staging{i} host was rebooted", type="fact", relevance=0.1)

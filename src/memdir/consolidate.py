@@ -1,20 +1,27 @@
 """Consolidation (seed 002): a plan of operations with reasons, then applied through the facade.
 
 Operations, in the order they are planned:
-- ``merge``: near-duplicates of one type in one scope (:func:`near_duplicate`) become one
-  memory: the strongest keeps its text and gets the union of tags, the highest
-  relevance, the summed reinforcements and the earliest ``created``; the others are archived
-  with ``superseded_by`` pointing at it.
+- ``merge``: near-duplicates of one type in one scope (:func:`near_duplicate`, each member a
+  near-duplicate of every other) become one memory: the strongest keeps its text and gets
+  the union of tags, the highest relevance, the summed reinforcements and the earliest
+  ``created``; the others are archived with ``superseded_by`` pointing at it.
+- ``conflict``: two memories of one type in one scope that disagree
+  (:func:`memdir.conflicts.conflicting_pairs`: "pnpm over npm" / "npm over pnpm", "enable" /
+  "disable", "Postgres 15" / "16"), the older first, with the reason. Applying it changes
+  nothing: rules never merge or archive either of them (not even when weak), a person or a
+  model decides.
 - ``archive``: memories whose strength fell below ``ARCHIVE_STRENGTH`` (0.1). Archived
   memories stay searchable with ``include_archived`` and are never injected.
 - ``promote``: memories reinforced at least ``PROMOTE_AFTER`` (3) times since their last
   promotion move one relevance step up.
 - ``dates``: relative dates ("next Thursday") left in memories written before that rule
   existed are made absolute, counted from the day the memory was created.
-- with an LLM configured (``llm`` given and available): each merge's wording is written by
-  the model (keeping every fact), and pairs of related memories it judges contradictory
-  become ``supersede``: the older is archived with ``superseded_by`` the newer. Without
-  one, or when its answer is unusable, rules only.
+- with an LLM configured (``llm`` given and available, :mod:`memdir.consolidate_llm`): each
+  merge's wording is written by the model (keeping every fact); the conflicts, then other
+  related pairs, are put to it, and a pair becomes ``supersede`` (the older archived with
+  ``superseded_by`` the newer) only when the model says they contradict and the newer
+  replaces the older, with its reason in the plan. Otherwise a conflict stays reported.
+  Without a model, or when its answer is unusable, rules only.
 - ``gather``: new lines of the daily logs (:mod:`memdir.logs`) become memories: one episode
   per day's new lines, plus what rule extraction finds in them (preferences, corrections,
   constraints); the lines are then marked consumed (the logs are never edited).
@@ -38,31 +45,35 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from memdir.claims import disagreement, read, reordered
+from memdir.conflicts import Conflict, conflicting_pairs
 from memdir.dates import absolutize_dates, anchor_day
 from memdir.history import history, undo_last
 from memdir.model import RELEVANCE_WORDS, Memory, Scope, format_time
 from memdir.search import strength
-from memdir.similarity import content_words, similarity
+from memdir.similarity import similarity
 
 if TYPE_CHECKING:
     from memdir.llm import LLM
     from memdir.memdir import Memdir
 
 __all__ = ["ARCHIVE_STRENGTH", "MERGE_SIMILARITY", "PROMOTE_AFTER", "Operation", "Plan",
-           "apply_plan", "history", "near_duplicate", "plan", "undo_last"]
+           "apply_plan", "conflict_operation", "history", "near_duplicate", "plan", "undo_last"]
 
 ARCHIVE_STRENGTH = 0.1
-# Measured on 135 labelled pairs (tests/data/near_duplicates.jsonl, bench/merge.py): word
-# overlap alone never reaches 0.9 precision (it cannot see "Postgres 15" vs "16", or "do"
-# vs "don't"), and embeddings score such pairs 0.9+ too. Overlap >= 0.5 plus the two guards
-# below merged no different facts at all, at recall 0.22: a missed merge costs little, a
-# wrong one loses a fact.
+# Measured on the labelled pairs of tests/data/near_duplicates.jsonl (bench/merge.py, the
+# table in docs/benchmarks.md): word overlap alone never reaches 0.9 precision (it cannot
+# see "Postgres 15" vs "16", "do" vs "don't", "pnpm over npm" vs "npm over pnpm"), and
+# embeddings score such pairs 0.9+ too. Overlap >= 0.5 plus the guards of near_duplicate
+# merges no different facts: a missed merge costs little, a wrong one loses a fact.
 MERGE_SIMILARITY = 0.5
 _NUMBER = re.compile(r"\d+(?:[.:,]\d+)*")
 _NEGATION = re.compile(r"\b(?:not|no|never|don't|dont|doesn't|isn't|without|disable\w*)\b")
+# Where an added number is an aside, not a new fact: brackets, dates, years.
+_ASIDE = re.compile(r"\([^)]*\)|\b\d{4}-\d{2}-\d{2}\b|\b(?:19|20)\d{2}\b")
 PROMOTE_AFTER = 3
 _STEPS = sorted(set(RELEVANCE_WORDS.values()))
-OpKind = Literal["merge", "archive", "promote", "dates", "gather", "supersede"]
+OpKind = Literal["merge", "archive", "promote", "dates", "gather", "supersede", "conflict"]
 
 
 @dataclass(frozen=True)
@@ -83,33 +94,53 @@ class Plan:
     operations: tuple[Operation, ...]
     applied: bool = False
 
+    @property
+    def conflicts(self) -> tuple[Operation, ...]:
+        """The ``conflict`` operations: reported, never applied."""
+        return tuple(op for op in self.operations if op.op == "conflict")
+
     def to_dict(self) -> dict[str, Any]:
         return {"applied": self.applied,
                 "operations": [op.to_dict() for op in self.operations]}
 
 
 def near_duplicate(a: str, b: str) -> bool:
-    """Whether two memory texts say the same thing (the merge rule): enough shared words, no
-    number swapped for another (one side may add one, e.g. a date), the same negations, and
-    every word of one text in the other (nothing swapped: "dark" vs "light")."""
+    """Whether two memory texts say the same thing (the merge rule): enough shared words;
+    the same numbers (one side may add a date or a number in brackets); the same negations;
+    every distinctive word of one text in the other (nothing swapped: "dark" vs "light");
+    and nothing read as a disagreement (:func:`memdir.claims.disagreement`: a word one
+    rejects and the other asserts, an order reversed, antonyms) or a reordering around a
+    pivot (:func:`memdir.claims.reordered`: "pnpm over npm" vs "npm over pnpm")."""
+    ra, rb = read(a), read(b)  # cached: the cheapest test first
+    small, large = sorted((ra, rb), key=lambda r: len(r.words))
+    if not small.words <= large.words or (large.words - small.words) & large.added:
+        return False  # a word swapped, or another item added: "amd64" / "amd64 and arm64"
     if similarity(a, b) < MERGE_SIMILARITY:
         return False
-    a, b = a.lower(), b.lower()
-    na, nb = set(_NUMBER.findall(a)), set(_NUMBER.findall(b))
-    if not (na <= nb or nb <= na) or set(_NEGATION.findall(a)) != set(_NEGATION.findall(b)):
+    low_a, low_b = a.lower(), b.lower()
+    if not _same_numbers(low_a, low_b) or \
+            set(_NEGATION.findall(low_a)) != set(_NEGATION.findall(low_b)):
         return False
-    wa, wb = content_words(a), content_words(b)
-    return wa <= wb or wb <= wa
+    return disagreement(a, b) is None and reordered(a, b) is None
+
+
+def _same_numbers(a: str, b: str) -> bool:
+    """No number swapped for another, and none added outside a date or brackets: "cache for
+    5 minutes" is not "5 minutes in staging and 60 in production"."""
+    na, nb = set(_NUMBER.findall(a)), set(_NUMBER.findall(b))
+    core_a, core_b = (set(_NUMBER.findall(_ASIDE.sub(" ", t))) for t in (a, b))
+    return (na <= nb or nb <= na) and core_a == core_b
 
 
 def _candidates(memories: Sequence[Memory]) -> dict[str, set[str]]:
     """For each memory, the others of its type that could be near-duplicates of it.
 
-    The merge rule needs one text's words all inside the other's, so a partner either holds
-    this memory's rarest word or has its own rarest word among this memory's words: two
-    lookups in an inverted index instead of comparing every pair (10k memories: 10^8 pairs).
+    The merge rule needs one text's distinctive words (:attr:`memdir.claims.Reading.words`)
+    all inside the other's, so a partner either holds this memory's rarest word or has its
+    own rarest word among this memory's words: two lookups in an inverted index instead of
+    comparing every pair (10k memories: 10^8 pairs).
     """
-    words = {m.id: content_words(m.body) for m in memories}
+    words = {m.id: read(m.body).words for m in memories}
     postings: dict[tuple[str, str], set[str]] = {}
     for m in memories:
         for w in words[m.id]:
@@ -142,17 +173,21 @@ def _merges(memories: Sequence[Memory], power: dict[str, float]) -> list[Operati
     for keep in ordered:
         if keep.id in taken:
             continue
-        near = [by_id[i] for i in candidates.get(keep.id, ())]
-        group = sorted((other for other in near if other.id not in taken
-                        and near_duplicate(keep.body, other.body)),
-                       key=lambda m: (-power[m.id], m.created))
+        near = sorted((by_id[i] for i in candidates.get(keep.id, ())
+                       if i not in taken and near_duplicate(keep.body, by_id[i].body)),
+                      key=lambda m: (-power[m.id], m.created))
+        group: list[Memory] = []
+        for other in near:  # each member a near-duplicate of every other, not only of keep
+            if all(near_duplicate(other.body, g.body) for g in group):
+                group.append(other)
         if not group:
             continue
         taken.update([keep.id, *(m.id for m in group)])
         members = [keep, *group]
         ops.append(Operation(
             "merge", f"{len(group) + 1} near-duplicate {keep.type} memories (the same words, "
-                     "numbers and negations)", tuple(m.id for m in members), keep.scope,
+                     "numbers and negations, nothing reversed or opposed)",
+            tuple(m.id for m in members), keep.scope,
             {"tags": sorted({t for m in members for t in m.tags}),
              "relevance": max(m.relevance for m in members),
              "reinforced": sum(m.reinforced for m in members),
@@ -177,13 +212,16 @@ def plan(md: Memdir, at: datetime, llm: LLM | None = None) -> Plan:
             continue
         tax = md.directory(scope).taxonomy
         power = {m.id: strength(m, tax, at) for m in memories}
-        merges = _merges(memories, power)
+        conflicts = conflicting_pairs(memories)
+        held = {m.id for c in conflicts for m in (c.older, c.newer)}
+        merges = _merges([m for m in memories if m.id not in held], power)
         ops.extend(merges)
+        ops.extend(conflict_operation(c) for c in conflicts)
         merged = {i for op in merges for i in op.memories}
         for m in memories:
             if m.id in merged:
                 continue
-            if power[m.id] < ARCHIVE_STRENGTH:
+            if power[m.id] < ARCHIVE_STRENGTH and m.id not in held:
                 ops.append(Operation("archive", f"strength {power[m.id]:.3f} is below "
                                                 f"{ARCHIVE_STRENGTH}", (m.id,), scope))
                 continue
@@ -201,61 +239,16 @@ def plan(md: Memdir, at: datetime, llm: LLM | None = None) -> Plan:
                                      scope, {"body": fixed}))
     ops.extend(_gathers(md))
     if llm is not None and llm.available:
-        ops = _with_llm(md, ops, llm)
+        from memdir.consolidate_llm import with_llm
+
+        ops = with_llm(md, ops, llm)
     return Plan(tuple(ops))
 
 
-_MERGE_PROMPT = ("These memories of an AI coding assistant say the same thing. Write them as "
-                 "one memory that keeps every fact, in at most 300 characters. Reply with "
-                 'JSON: {"content": "..."}.')
-_CONFLICT_PROMPT = ("Each numbered pair holds two memories of an AI coding assistant. Which "
-                    "pairs contradict each other (both cannot be true now)? Reply with JSON: "
-                    '{"contradictions": [pair numbers]}; an empty list when none do.')
-MAX_PAIRS = 20  # pairs checked for contradictions per plan: a bounded number of tokens
-
-
-def _with_llm(md: Memdir, ops: list[Operation], llm: LLM) -> list[Operation]:
-    """Merged wording for each merge, and newer-supersedes-older for contradictions. Any
-    unusable answer leaves the rule-based plan as it is."""
-    out = []
-    for op in ops:
-        if op.op == "merge":
-            bodies = [md._find(i).body for i in op.memories]
-            answer = llm.ask(_MERGE_PROMPT, "\n\n".join(f"- {b}" for b in bodies),
-                             {"type": "object", "properties": {"content": {"type": "string"}},
-                              "required": ["content"]}, purpose="consolidate")
-            text = answer.get("content") if isinstance(answer, dict) else None
-            if isinstance(text, str) and 0 < len(text.strip()) <= 500:
-                op = Operation(op.op, op.reason + "; wording merged by the LLM", op.memories,
-                               op.scope, {**op.changes, "body": text.strip()})
-        out.append(op)
-    busy = {i for op in out for i in op.memories}
-    pairs: list[tuple[Memory, Memory]] = []
-    for scope in ("user", "project"):
-        for memory in md.list(scopes=[scope], order="updated", limit=100):
-            for hit in md.search(memory.body, scopes=[scope], types=[memory.type], limit=3,
-                                 touch=False, mode="fts"):
-                other = hit.memory
-                if other.id != memory.id and not {other.id, memory.id} & busy and \
-                        (other, memory) not in pairs and len(pairs) < MAX_PAIRS:
-                    pairs.append((memory, other))
-    if not pairs:
-        return out
-    listing = "\n".join(f"{n}. A: {a.body}\n   B: {b.body}" for n, (a, b) in enumerate(pairs, 1))
-    answer = llm.ask(_CONFLICT_PROMPT, listing, {
-        "type": "object", "properties": {"contradictions": {"type": "array",
-                                                            "items": {"type": "integer"}}},
-        "required": ["contradictions"]}, purpose="consolidate")
-    chosen = answer.get("contradictions") if isinstance(answer, dict) else None
-    for n in sorted({n for n in chosen or [] if isinstance(n, int) and 1 <= n <= len(pairs)}):
-        a, b = pairs[n - 1]
-        old, new = (a, b) if a.updated < b.updated else (b, a)
-        if {old.id, new.id} & busy:
-            continue
-        busy.update([old.id, new.id])
-        out.append(Operation("supersede", f"contradicted by the newer {new.id} (LLM)",
-                             (old.id, new.id), old.scope))
-    return out
+def conflict_operation(found: Conflict) -> Operation:
+    """The plan's report of a conflict: the older memory first, nothing to apply."""
+    return Operation("conflict", f"they disagree: {found.reason}",
+                     (found.older.id, found.newer.id), found.older.scope)
 
 
 def _gathers(md: Memdir) -> list[Operation]:
@@ -291,11 +284,12 @@ def apply_plan(md: Memdir, planned: Plan, at: datetime, *, by: str = "consolidat
     from memdir.history import journalled
     from memdir.store import index_deferred
 
-    if not planned.operations:
+    changing = [op for op in planned.operations if op.op != "conflict"]
+    if not changing:  # nothing to change (conflicts are reported, not applied)
         with index_deferred(md.index, md._dirs()):
             pass  # MEMORY.md is regenerated all the same (dream's prune)
         return Plan(planned.operations, applied=True)
-    first = _files(md, sorted({i for op in planned.operations for i in op.memories}))
+    first = _files(md, sorted({i for op in changing for i in op.memories}))
     with journalled(md, planned.to_dict(), first, at, by), \
             index_deferred(md.index, md._dirs()):
         _apply(md, planned)
@@ -304,6 +298,8 @@ def apply_plan(md: Memdir, planned: Plan, at: datetime, *, by: str = "consolidat
 
 def _apply(md: Memdir, planned: Plan) -> None:
     for op in planned.operations:
+        if op.op == "conflict":
+            continue  # reported only: a person or a model resolves it
         if op.op == "merge":
             keep, *others = op.memories
             md.update(keep, content=op.changes.get("body"), tags=op.changes["tags"],

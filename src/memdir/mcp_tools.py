@@ -344,7 +344,9 @@ def register_tools(server: MCPServer[Any], md: Memdir, lock: threading.Lock) -> 
                                                    "(default); false applies it")] = True,
     ) -> Annotated[CallToolResult, dict[str, Any]]:
         """Tidy the memories: merge duplicates, archive stale ones, promote recurring ones.
-        Returns the plan (operations with their reasons) and whether it was applied."""
+        Returns the plan (operations with their reasons) and whether it was applied.
+        Operations with op "conflict" name two memories that disagree: they are never
+        merged or archived; ask the user which is right, then update or forget the other."""
         return run(lambda: md.consolidate(dry_run=dry_run).to_dict())
 
     @tool(_CHANGE)

@@ -8,7 +8,9 @@ hand, temp files left by a killed writer, consolidation plans a kill interrupted
 symlinks, special files and oversized files where memdir reads (which every other
 command skips). Where semantic search is on, both say how many memories still lack a vector
 (doctor as a notice, kind ``vectors-missing``: the background worker or ``memdir reindex
---embeddings`` fills them; a notice alone does not make ``memdir doctor`` fail).
+--embeddings`` fills them; a notice alone does not make ``memdir doctor`` fail). Memories
+that disagree (:mod:`memdir.conflicts`) are a notice too, kind ``memory-conflict``, with how
+to resolve them.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = ["NOTICES", "IndexStats", "doctor", "stats"]
 
-NOTICES = frozenset({"vectors-missing"})  # doctor's kinds that are no fault
+NOTICES = frozenset({"vectors-missing", "memory-conflict"})  # doctor's kinds that are no fault
 
 
 @dataclass(frozen=True)
@@ -207,7 +209,23 @@ def doctor(md: Memdir, dirs: Sequence[MemoryDir]) -> list[Problem]:
             "the background; or run `memdir reindex --embeddings`"))
     problems.extend(_interrupted_plans(md))
     problems.extend(_unsafe_home_files(md))
+    problems.extend(_conflicts(md, dirs))
     return problems
+
+
+def _conflicts(md: Memdir, dirs: Sequence[MemoryDir]) -> list[Problem]:
+    """Memories of one type and scope that disagree (:mod:`memdir.conflicts`), a notice:
+    consolidation reports them and never merges them by rules."""
+    from memdir.conflicts import RESOLVE, conflicting_pairs
+
+    out = []
+    for scope in dict.fromkeys(d.scope for d in dirs):
+        for found in conflicting_pairs(md.list(scopes=[scope])):
+            older, newer = found.older, found.newer
+            out.append(Problem(
+                "memory-conflict", f"{older.path or older.id} and {newer.path or newer.id}",
+                f"{older.id} and the newer {newer.id} disagree: {found.reason}", RESOLVE))
+    return out
 
 
 def _stale_temp_problems(md: Memdir, dirs: Sequence[MemoryDir]) -> dict[str, Problem]:

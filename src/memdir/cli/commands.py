@@ -286,10 +286,17 @@ def cmd_onboard(md: Memdir, args: argparse.Namespace) -> None:
 
 
 def cmd_consolidate(md: Memdir, args: argparse.Namespace) -> None:
+    from memdir.conflicts import RESOLVE
+
     result = md.consolidate(dry_run=not args.yes or args.dry_run)
-    lines = [f"{'applied' if result.applied else 'plan'}: {len(result.operations)} operations"
-             + ("" if result.applied or not result.operations else " (apply with --yes)")]
-    lines += [f"  {op.op:<8} {', '.join(op.memories)}: {op.reason}" for op in result.operations]
+    changes = [op for op in result.operations if op.op != "conflict"]
+    lines = [f"{'applied' if result.applied else 'plan'}: {len(changes)} operations"
+             + ("" if result.applied or not changes else " (apply with --yes)")]
+    lines += [f"  {op.op:<8} {', '.join(op.memories)}: {op.reason}" for op in changes]
+    if result.conflicts:  # reported, never applied: memories that disagree
+        lines.append(f"{len(result.conflicts)} conflicts: never merged or archived by rules")
+        lines += [f"  conflict {', '.join(op.memories)}: {op.reason}" for op in result.conflicts]
+        lines.append(f"  to resolve: {RESOLVE}")
     _emit(args, result.to_dict(), "\n".join(lines))
 
 

@@ -175,6 +175,14 @@ def _api(pool: StorePool) -> APIRouter:
         data["by_age"] = by_age(db.list(status="all"))
         return JSONResponse(data)
 
+    @api.get("/conflicts", response_model=s.ConflictsOut,
+             summary="Memories that disagree (never merged by consolidation's rules)")
+    def conflicts(scopes: ScopeQuery = None, types: TypeQuery = None) -> JSONResponse:
+        from memdir.conflicts import conflicting_pairs
+
+        found = conflicting_pairs(pool.get().list(scopes=scopes, types=types))
+        return JSONResponse({"conflicts": [c.to_dict() for c in found]})
+
     @api.get("/{id}", response_model=s.MemoryOut, summary="One memory (counts as an access)")
     def get(id: IdPath) -> JSONResponse:
         return JSONResponse({"memory": _memory(pool.get().get(check_ref(id)))})

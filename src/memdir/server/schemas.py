@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "ConflictsOut",
     "ContextOut",
     "DeletedOut",
     "ErrorOut",
@@ -206,6 +207,17 @@ class DeletedOut(BaseModel):
 
 class MemoriesOut(BaseModel):
     memories: list[MemoryDict]
+
+
+class ConflictOut(BaseModel):
+    memories: list[str] = Field(description="the two ids, the older first")
+    reason: str = Field(description="how they disagree")
+    scope: ScopeName
+    type: str
+
+
+class ConflictsOut(BaseModel):
+    conflicts: list[ConflictOut]
 
 
 class ExtractedOut(BaseModel):
