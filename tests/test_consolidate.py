@@ -34,7 +34,7 @@ def test_plan_and_apply(home: Path, repo: Path) -> None:
         ops = {op.op: op for op in planned.operations}
         assert set(ops) >= {"merge", "archive", "promote"}
         assert set(ops["merge"].memories) == {a.id, b.id}
-        assert weak.id in ops["archive"].memories and "below 0.1" in ops["archive"].reason
+        assert weak.id in ops["archive"].memories and "below 0.05" in ops["archive"].reason
         assert ops["promote"].memories == (loved.id,)
         assert ops["promote"].changes["relevance"] == 0.8
         assert not (home / "history.jsonl").exists()  # a dry run writes nothing
@@ -194,7 +194,7 @@ def test_decay_halves_in_90_days_and_reinforcement_resets_it(home: Path, repo: P
     with Memdir(home=home, project=repo, clock=lambda: much_later) as md:
         ops = md.consolidate().operations
         assert [op.op for op in ops] == ["archive"]
-        assert md.stats().to_dict()["strength"]["< 0.1 (archived by consolidation)"] == 1
+        assert md.stats().to_dict()["strength"]["< 0.05 (archived by consolidation)"] == 1
 
 
 def test_two_dreams_at_once_run_exactly_one(md: Memdir, home: Path, repo: Path) -> None:
@@ -360,3 +360,23 @@ def test_a_failed_dream_releases_the_lock_and_keeps_the_last_run(md: Memdir) -> 
         assert last_dream(md.home) == pytest.approx(earlier)  # not counted as a run
     finally:
         shutil.rmtree(index)
+
+
+@pytest.mark.parametrize("relevance", [0.3, 0.8])
+def test_a_memory_never_used_is_archived_at_the_age_the_seeds_give(
+        home: Path, repo: Path, relevance: float) -> None:
+    """Seed 002: archived when type weight × relevance × decay falls below 0.1 (its usage
+    factor is 1 for a memory never used); the bounded boost must not archive it sooner."""
+    import math
+
+    with Memdir(home=home, project=repo, clock=lambda: START) as md:
+        memory = md.store("The build cache lives on the shared volume", type="fact",
+                          relevance=relevance)
+        weight = md.directory("project").taxonomy.get("fact").weight
+    days = 90 * math.log2(weight * relevance / 0.1)  # when the seed's strength reaches 0.1
+    for offset, archived in ((-3, False), (3, True)):
+        at = START + timedelta(days=days + offset)
+        with Memdir(home=home, project=repo, clock=lambda at=at: at) as md:
+            ops = md.consolidate(dry_run=True).operations
+            assert any(memory.id in op.memories for op in ops if op.op == "archive") \
+                is archived, (days, offset)

@@ -10,7 +10,7 @@ Operations, in the order they are planned:
   "disable", "Postgres 15" / "16"), the older first, with the reason. Applying it changes
   nothing: rules never merge or archive either of them (not even when weak), a person or a
   model decides.
-- ``archive``: memories whose strength fell below ``ARCHIVE_STRENGTH`` (0.1). Archived
+- ``archive``: memories whose strength fell below ``ARCHIVE_STRENGTH`` (0.05). Archived
   memories stay searchable with ``include_archived`` and are never injected.
 - ``promote``: memories reinforced at least ``PROMOTE_AFTER`` (3) times since their last
   promotion move one relevance step up.
@@ -60,7 +60,10 @@ if TYPE_CHECKING:
 __all__ = ["ARCHIVE_STRENGTH", "MERGE_SIMILARITY", "PROMOTE_AFTER", "Operation", "Plan",
            "apply_plan", "conflict_operation", "history", "near_duplicate", "plan", "undo_last"]
 
-ARCHIVE_STRENGTH = 0.1
+# Seed 002 archives below 0.1 with a usage factor of 1 for a memory never used; memdir's
+# bounded boost gives such a memory BASE (0.5), so 0.1 × BASE archives it at the same age
+# (type weight × relevance × decay below 0.1), and a memory the agent uses lives longer.
+ARCHIVE_STRENGTH = 0.05
 # Measured on the labelled pairs of tests/data/near_duplicates.jsonl (bench/merge.py, the
 # table in docs/benchmarks.md): word overlap alone never reaches 0.9 precision (it cannot
 # see "Postgres 15" vs "16", "do" vs "don't", "pnpm over npm" vs "npm over pnpm"), and

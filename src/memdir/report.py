@@ -106,7 +106,8 @@ def _usefulness(conn: sqlite3.Connection, rows: Sequence[sqlite3.Row]) -> Useful
                        if rowid in names))
 
 
-STRENGTH_BINS = ((0.1, "< 0.1 (archived by consolidation)"), (0.25, "0.1-0.25"),
+STRENGTH_BINS = ((0.05, "< 0.05 (archived by consolidation)"), (0.1, "0.05-0.1"),
+                 (0.25, "0.1-0.25"),
                  (0.5, "0.25-0.5"), (0.75, "0.5-0.75"), (float("inf"), ">= 0.75"))
 
 
