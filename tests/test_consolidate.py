@@ -380,3 +380,13 @@ def test_a_memory_never_used_is_archived_at_the_age_the_seeds_give(
             ops = md.consolidate(dry_run=True).operations
             assert any(memory.id in op.memories for op in ops if op.op == "archive") \
                 is archived, (days, offset)
+
+
+def test_a_dream_counts_changes_not_reported_conflicts(md: Memdir) -> None:
+    """A conflict changes nothing, so the dream's "N operations" leaves it out."""
+    md.store("I prefer pnpm over npm", type="preference")
+    md.store("I prefer npm over pnpm", type="preference")
+    assert [op.op for op in md.consolidate(dry_run=True).operations] == ["conflict"]
+    result = md.dream(force=True)
+    assert result.ran and result.operations == 0
+    assert len(md.list()) == 2

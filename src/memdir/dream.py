@@ -151,7 +151,8 @@ def dream(md: Memdir) -> DreamResult:
     with contextlib.suppress(OSError):
         _lock(md.home).write_text("0")  # released; the mtime keeps the time of this dream
         os.utime(_lock(md.home), (now, now))
-    return DreamResult(True, "dreamt", len(applied.operations))
+    changed = [op for op in applied.operations if op.op != "conflict"]  # conflicts change nothing
+    return DreamResult(True, "dreamt", len(changed))
 
 
 def maybe_dream(md: Memdir) -> DreamResult:
