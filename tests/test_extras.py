@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from memdir.extras import EXTRAS, from_import_error, installed, missing
+from memdir.core.extras import EXTRAS, from_import_error, installed, missing
 
 PY = sys.executable
 ROOT = Path(__file__).resolve().parents[1]
@@ -202,7 +202,7 @@ def _closure(requirements: list[str]) -> set[str]:
 
 def test_every_module_memdir_imports_is_the_core_or_an_extra_s() -> None:
     """What src imports from outside the standard library is a core dependency, a module of
-    the extras :data:`memdir.extras.EXTRAS` knows (so a missing one is named), or something
+    the extras :data:`memdir.core.extras.EXTRAS` knows (so a missing one is named), or something
     their packages bring themselves (starlette with fastapi, h11 with uvicorn...)."""
     from importlib.metadata import packages_distributions
 

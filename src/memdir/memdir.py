@@ -3,7 +3,7 @@
 It resolves the memory directories in play (user, project, team) for a home and a project
 path, keeps the index in step with the files (reconcile before reads: at every call of a new
 instance, then at most once per ``sync_interval`` seconds of a long-lived one), and routes
-every write through :mod:`memdir.store`. It holds no state that the files and the index do
+every write through :mod:`memdir.core.store`. It holds no state that the files and the index do
 not, so any number of processes may use the same home at once.
 """
 
@@ -17,24 +17,24 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memdir import store as st
-from memdir.arguments import checked_limit, scrub, scrub_all
-from memdir.capture import Capture
-from memdir.config import load_config, resolve_home
-from memdir.errors import InvalidMemoryError, MemoryNotFoundError, PathTraversalError
-from memdir.index import Index
-from memdir.injection import Injection
-from memdir.model import SCOPES, Hit, Memory, Problem, Scope, Stats, now, parse_time
-from memdir.paths import find_git_roots, project_key, real_join, safe_join
-from memdir.search import list_memories, run_search
-from memdir.taxonomy import get_taxonomy
-from memdir.team import Team
-from memdir.transfers import Transfers
-from memdir.upkeep import Upkeep
-from memdir.vectors import Vectors
+from memdir.capture.ops import Capture
+from memdir.core import store as st
+from memdir.core.arguments import checked_limit, scrub, scrub_all
+from memdir.core.config import load_config, resolve_home
+from memdir.core.errors import InvalidMemoryError, MemoryNotFoundError, PathTraversalError
+from memdir.core.index import Index
+from memdir.core.model import SCOPES, Hit, Memory, Problem, Scope, Stats, now, parse_time
+from memdir.core.paths import find_git_roots, project_key, real_join, safe_join
+from memdir.core.taxonomy import get_taxonomy
+from memdir.retrieval.injection import Injection
+from memdir.retrieval.search import list_memories, run_search
+from memdir.retrieval.vectors import Vectors
+from memdir.team.ops import Team
+from memdir.upkeep.ops import Upkeep
+from memdir.upkeep.transfers import Transfers
 
 if TYPE_CHECKING:
-    from memdir.llm import LLM
+    from memdir.llm.client import LLM
 
 __all__ = ["Memdir"]
 
@@ -103,7 +103,7 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
         self._pull_if_due()  # the team server's mirror first (throttled; never raises)
         self.index.conn  # noqa: B018 -- opening it decides whether the home is read-only
         if self.index.read_only:
-            from memdir.readonly import sync
+            from memdir.core.readonly import sync
 
             changed = sync(self.index, self._dirs())
         else:
@@ -125,8 +125,8 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
     # -- writing -----------------------------------------------------------------------------
 
     def _draft(self, content: str, scope: Scope, **kw: Any) -> Memory:
-        from memdir.dates import anchor_day  # write path only: keeps read commands light
-        from memdir.draft import draft
+        from memdir.core.dates import anchor_day  # write path only: keeps read commands light
+        from memdir.core.draft import draft
 
         mdir = self.directory(scope)
         stamp = self._clock()
@@ -164,7 +164,7 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
                 raise InvalidMemoryError(f"item {n}: {exc}", "use store()'s arguments") from None
             drafts.setdefault(scope, []).append((n, memory))
             count += 1
-        from memdir.placing import BULK  # write path only
+        from memdir.core.placing import BULK  # write path only
 
         if count < BULK:
             self._sync()
@@ -207,7 +207,7 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
         found = self._find(ref)
         changed = self._change(found, change, rename)  # the team server first, if any
         self._vectors_after_write()  # an edited text needs its vector again
-        self._sweep_temps(always=False)  # temp files of killed writers (memdir.temp_files)
+        self._sweep_temps(always=False)  # temp files of killed writers (memdir.core.temp_files)
         return changed
 
     def _set(self, ref: str, **fields: Any) -> Memory:
@@ -231,7 +231,7 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
                meta: Mapping[str, Any] | None = None, reinforce: bool = False) -> Memory:
         """Change fields of a memory (id and file name stay). ``reinforce`` counts one more
         explicit reinforcement, which also resets its decay."""
-        from memdir.draft import revise
+        from memdir.core.draft import revise
 
         stamp = self._clock()
 
@@ -244,7 +244,7 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
 
     def reclassify(self, ref: str, type: str) -> Memory:
         """Move a memory to another type: new ``<type>_<slug>.md`` file, same id."""
-        from memdir.draft import relevance_of
+        from memdir.core.draft import relevance_of
 
         stamp = self._clock()
 
@@ -277,7 +277,7 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
                include_archived: bool = False, paths: Sequence[str] | None = None,
                touch: bool = True, sources: Sequence[str] = ("memories",),
                mode: str = "auto", dates: bool = True) -> list[Hit]:
-        """Search ranked by score (:mod:`memdir.scale`). ``mode``: "fts" (BM25),
+        """Search ranked by score (:mod:`memdir.retrieval.scale`). ``mode``: "fts" (BM25),
         "hybrid" (BM25 and embeddings fused; FTS alone when the extra is missing) or "auto"
         (hybrid when semantic search is on). With "sessions" in ``sources``, indexed session
         chunks too (``hit.session`` says where from). ``dates=False``: a memory's days as
@@ -294,14 +294,14 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
         if mode not in ("auto", "fts", "hybrid"):
             raise InvalidMemoryError(f"unknown search mode {mode!r}", "use auto, fts or hybrid")
         # Never waits for the model in a process that loads it in the background: FTS alone
-        # until it is ready (memdir.vectors).
+        # until it is ready (memdir.retrieval.vectors).
         embedder = self._search_embedder() if mode != "fts" else None
         kinds = self._types(types, dirs)
         if "memories" not in sources:
             hits: list[Hit] = []
         elif embedder is not None:
-            from memdir.semantic import hybrid_search
-            from memdir.vector_worker import searching
+            from memdir.retrieval.semantic import hybrid_search
+            from memdir.retrieval.vector_worker import searching
 
             with searching():  # the worker starts no batch meanwhile
                 hits = hybrid_search(self.index, dirs, embedder, query, types=kinds, tags=tags,
@@ -313,7 +313,7 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
                               include_archived=include_archived, paths=paths, limit=limit,
                               at=self._clock(), dates=dates)
         if "sessions" in sources:
-            from memdir.sessions import search_sessions
+            from memdir.capture.sessions import search_sessions
 
             project = [d.key for d in dirs if d.scope == "project"]
             hits = sorted([*hits, *search_sessions(self.index.conn, query, project,
@@ -354,9 +354,9 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
     def llm(self) -> LLM:
         """The configured LLM (``[llm]`` in config.toml, ``MEMDIR_LLM``...); never raises on use."""
         if self._llm is None:
-            from memdir.errors import ConfigError, warn
-            from memdir.ledger import Ledger
-            from memdir.llm import LLM, llm_settings
+            from memdir.core.errors import ConfigError, warn
+            from memdir.llm.client import LLM, llm_settings
+            from memdir.llm.ledger import Ledger
 
             try:
                 self._llm = LLM.from_settings(llm_settings(self.home), Ledger(self.index))
@@ -366,13 +366,13 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
         return self._llm
 
     def stats(self) -> Stats:
-        from memdir.report import stats
+        from memdir.upkeep.report import stats
 
         self._sync()
         return stats(self, self._dirs())
 
     def doctor(self) -> builtins.list[Problem]:
-        from memdir.report import doctor
+        from memdir.upkeep.report import doctor
 
         self._sync()
         return doctor(self, self._dirs())
