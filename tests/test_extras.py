@@ -250,7 +250,8 @@ TOKEN_IDS = {
 def test_embeddings_need_no_sdk_and_tokenize_as_the_model_was_trained() -> None:
     import hashlib
 
-    vocab = SRC / "data" / "all-MiniLM-L6-v2-vocab.txt"  # BERT's uncased vocabulary, as is
+    # BERT's uncased vocabulary, as is
+    vocab = SRC / "retrieval" / "data" / "all-MiniLM-L6-v2-vocab.txt"
     assert hashlib.sha256(vocab.read_bytes()).hexdigest() == (
         "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3")
     code = (

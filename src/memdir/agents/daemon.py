@@ -258,8 +258,10 @@ def _same_dir(a: str, b: Path) -> bool:
 def _look(md: Memdir) -> None:
     """Wake the worker for a store whose index changed (memories stored by hooks, which do
     not embed): the worker fills in the background. Never raises: the daemon stays up."""
+    from memdir.retrieval import vectors
+
     try:
-        md._vectors_after_search()
+        vectors.after_search(md)
     except Exception as exc:  # a locked or vanished index: the next look, or a request
         from memdir.core.errors import note
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
+from memdir.capture.extract_llm import MAX_CONTENT, MAX_ITEMS, Raw, by_llm
 from memdir.capture.transcript import Message, Transcript
 from memdir.core.dates import anchor_day
 from memdir.core.errors import MemdirError, SecretDetectedError
@@ -51,8 +52,6 @@ if TYPE_CHECKING:
 __all__ = ["MAX_CONTENT", "MAX_ITEMS", "ExtractReport", "Extracted", "extract", "extract_into",
            "near_duplicates"]
 
-MAX_CONTENT = 100
-MAX_ITEMS = 10
 Action = Literal["stored", "reinforced", "would-store", "would-reinforce", "skipped"]
 
 _MEMORY_TOOLS = ("memory_learn", "memory_episode", "memory_procedure", "memory_update")
@@ -143,98 +142,6 @@ def _window_start(transcript: Transcript, cursor: int, memory_dirs: Sequence[str
     wrote = max((m.index for m in transcript.messages if _agent_write(m, memory_dirs)),
                 default=-1)
     return max(cursor, wrote) + 1, wrote
-
-
-# -- the LLM extractor -----------------------------------------------------------------------
-
-_PROMPT = """You extract durable memories from a conversation between a user and an AI coding \
-assistant. A memory is something worth knowing in a FUTURE session that cannot be read from \
-the project itself.
-
-Memory types:
-{types}
-
-Do NOT extract: anything derivable from the code, file paths or git history; code itself; \
-ephemeral task details (what is being done right now, debugging steps, command output); \
-greetings and acknowledgements; secrets of any kind. If the user asks to "remember" a list, \
-keep only what is surprising or not derivable. Most conversations contain nothing worth \
-keeping: return an empty list then.
-
-Rules:
-- content: one self-contained sentence of at most 100 characters.
-- relevance: 0.9-1.0 critical (core preferences, major decisions), 0.7-0.8 important, \
-0.5-0.6 useful context, 0.1-0.4 minor.
-- feedback memories (corrections or confirmations of how the assistant works) also give \
-"why" and "how_to_apply".
-- Keep dates in the words said ("after Thursday", "next Friday"): memdir adds the \
-date by fixed rules; write a date yourself only as YYYY-MM-DD; today is {today}.
-Reply with JSON only: {{"memories": [{{"type": ..., "content": ..., "relevance": ...}}]}}."""
-
-
-def _schema(taxonomy: Taxonomy) -> dict[str, Any]:
-    names = [t.name for t in taxonomy.types if not t.system]
-    item = {"type": "object", "properties": {
-        "type": {"type": "string", "enum": names},
-        "content": {"type": "string", "maxLength": MAX_CONTENT},
-        "relevance": {"type": "number", "minimum": 0, "maximum": 1},
-        "why": {"type": "string"}, "how_to_apply": {"type": "string"}},
-        "required": ["type", "content", "relevance"]}
-    return {"type": "object", "properties": {"memories": {"type": "array", "items": item,
-                                                          "maxItems": MAX_ITEMS}},
-            "required": ["memories"]}
-
-
-def _conversation(messages: Sequence[Message]) -> str:
-    # Private spans go per message (an unclosed one ends with its message); LLM.ask then
-    # redacts secrets from the whole prompt.
-    return "\n\n".join(f"{'summary' if m.kind == 'summary' else m.role}: "
-                       f"{strip_private(m.text)}" for m in messages)
-
-
-Checked = tuple[str, str, float, str, str]  # content, type, relevance, excerpt, skip reason
-Raw = tuple[str, str, float, str, str, str]  # ... and search context (the turn before)
-
-
-def _check_item(item: object, taxonomy: Taxonomy) -> Checked:
-    if not isinstance(item, dict):
-        return ("", "", 0.0, "", "not an object")
-    content = item.get("content")
-    kind = item.get("type")
-    relevance = item.get("relevance")
-    text = " ".join(content.split()) if isinstance(content, str) else ""
-    spec = taxonomy.lookup(kind) if isinstance(kind, str) else None
-    if not text:
-        return ("", str(kind), 0.0, "", "no content")
-    if spec is None or spec.system:
-        return (text, str(kind), 0.0, "", f"unknown type {kind!r}")
-    if len(text) > MAX_CONTENT:
-        return (text, spec.name, 0.0, "", f"content over {MAX_CONTENT} characters")
-    if isinstance(relevance, bool) or not isinstance(relevance, int | float) \
-            or not 0 <= relevance <= 1:
-        return (text, spec.name, 0.0, "", f"relevance {relevance!r} is not a number in 0-1")
-    body = text
-    why, how = item.get("why"), item.get("how_to_apply")
-    if spec.name == "feedback":
-        if isinstance(why, str) and why.strip():
-            body += f"\n\n**Why:** {' '.join(why.split())[:300]}"
-        if isinstance(how, str) and how.strip():
-            body += f"\n**How to apply:** {' '.join(how.split())[:300]}"
-    return (body, spec.name, float(relevance), "", "")
-
-
-def _by_llm(llm: LLM, window: Sequence[Message], taxonomy: Taxonomy,
-            today: str) -> list[Raw] | None:
-    types = "\n".join(f"- {t.name}: {t.guidance}" for t in taxonomy.types if not t.system)
-    answer = llm.ask(_PROMPT.format(types=types, today=today),
-                     "Conversation:\n\n" + _conversation(window), _schema(taxonomy),
-                     purpose="extract", max_tokens=800)
-    if not isinstance(answer, dict) or not isinstance(answer.get("memories"), list):
-        return None
-    items = answer["memories"]
-    # An item comes from the whole window, not one turn: no search context.
-    out: list[Raw] = [(*_check_item(item, taxonomy), "") for item in items[:MAX_ITEMS]]
-    out += [("", "", 0.0, "", f"more than {MAX_ITEMS} items", "") for _ in items[MAX_ITEMS:]]
-    return out
 
 
 SECRET_SKIPPED = "contains a secret"
@@ -353,7 +260,7 @@ def extract(md: Memdir, transcript: Transcript, *, llm: LLM | None, dry_run: boo
     raws: list[Raw] | None = None
     method: Literal["llm", "rules"] = "rules"
     if llm is not None and llm.available and window:
-        raws = _by_llm(llm, window, taxonomy, anchor_day(at).isoformat())
+        raws = by_llm(llm, window, taxonomy, anchor_day(at).isoformat())
         method = "llm" if raws is not None else "rules"
     if raws is None:
         users = dataclasses.replace(transcript, messages=tuple(fresh)).user_messages()

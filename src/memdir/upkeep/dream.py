@@ -134,8 +134,9 @@ def dream(md: Memdir) -> DreamResult:
         return DreamResult(False, "another dream holds the lock")
     try:
         from memdir.upkeep.consolidate import apply_plan, plan
+        from memdir.upkeep.ops import sweep_temps
 
-        md._sweep_temps()  # what a killed writer left
+        sweep_temps(md)  # what a killed writer left
         md.reconcile()  # orient and gather: the files as they are now
         at = md._clock()
         applied = apply_plan(md, plan(md, at, md.llm), at, by="dream")  # consolidate

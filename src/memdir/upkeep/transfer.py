@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO, runtime_checkable
 
 from memdir.core import placing
 from memdir.core import store as st
@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 __all__ = ["BulkStore", "ImportReport", "export_memories", "import_memories"]
 
 
+@runtime_checkable
 class BulkStore(Protocol):
     """A store that imports by writing validated memories as they are (ids, timestamps)."""
 
@@ -206,11 +207,14 @@ def import_memories(store: Memdir | BulkStore, src: str | Path, *,
     """Import a folder of memory files (recursively), one memory file, or a JSON Lines file
     ('-': stdin). Every item is validated in full before anything is written; a bad item is
     reported (where, why, how to fix it) and the rest are imported."""
-    from memdir.memdir import Memdir
-
     report = ImportReport()
     items = read_items(src)
-    home, bulk = (store, None) if isinstance(store, Memdir) else (None, store)
+    home: Memdir | None = None
+    bulk: BulkStore | None = None
+    if isinstance(store, BulkStore):  # a Memdir has no put(): it stores through its own
+        bulk = store                  # write path
+    else:
+        home = store
     if home is not None:
         home.reconcile()
     pending: list[tuple[str, Memory]] = []
