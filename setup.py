@@ -1,7 +1,7 @@
 """The optional C part of memdir (everything else is in pyproject.toml).
 
 memdir._scan speeds up the directory scan every command runs. It is optional: without a C
-compiler the build skips it and memdir.files uses its Python loop instead.
+compiler the build skips it and memdir.core.files uses its Python loop instead.
 """
 
 import sys

@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from memdir import Memdir
-from memdir.model import now
+from memdir.core.model import now
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from core import Corpus

@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from memdir import Memdir
-from memdir.safety import find_secrets
+from memdir.core.safety import find_secrets
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from instructions import count_instructions

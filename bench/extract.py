@@ -32,8 +32,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memdir.rules import Candidate, RuleKind, extract_rules
-from memdir.taxonomy import get_taxonomy
+from memdir.capture.rules import Candidate, RuleKind, extract_rules
+from memdir.core.taxonomy import get_taxonomy
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "rule_messages.jsonl"
 KINDS: tuple[RuleKind, ...] = ("preference", "correction", "constraint")

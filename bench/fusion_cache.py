@@ -40,13 +40,13 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import memdir.scale as scale
+import memdir.retrieval.scale as scale
 import quality_data as qd
 from memdir import Memdir
-from memdir.index import BM25_WEIGHTS
-from memdir.safety import find_secrets, redact_secrets
-from memdir.search import fts_query, query_terms
-from memdir.semantic import LEXICAL_POOL, SEMANTIC_POOL
+from memdir.core.index import BM25_WEIGHTS
+from memdir.core.safety import find_secrets, redact_secrets
+from memdir.retrieval.search import fts_query, query_terms
+from memdir.retrieval.semantic import LEXICAL_POOL, SEMANTIC_POOL
 from quality import SCRATCH, half
 
 SEMANTIC = 100  # cached nearest vectors (memdir uses 25)
@@ -131,7 +131,7 @@ def collect(out: Path, datasets: Sequence[str], context: bool, dates: bool) -> N
     cache every query's signals."""
     import numpy as np
 
-    from memdir.embed import stack_blobs
+    from memdir.retrieval.embed import stack_blobs
 
     cache: dict[str, Any] = {"format": 2, "columns": COLUMNS, "weights": BM25_WEIGHTS,
                              "context": context, "dates": dates, "stores": [], "queries": []}

@@ -3,7 +3,7 @@
 Issue 20's target: at 10k memories, default-mode search right after ``store_many`` (no
 reindex step) answers in p50 <= 15 ms from the 6th query on, and no single search takes over
 100 ms once the model is loaded; the same through the MCP ``memory_recall`` tool and the HTTP
-search endpoint. A search never embeds memories (:mod:`memdir.vector_worker` does, in the
+search endpoint. A search never embeds memories (:mod:`memdir.retrieval.vector_worker` does, in the
 background, yielding to searches), so the numbers hold while the vectors are still missing.
 
 For each way in, a fresh temporary home and project get ``--size`` memories from core.py's

@@ -7,14 +7,14 @@ duplicates are ``reorder``, ``paraphrase``, ``converse`` ("X before Y" / "Y afte
 pnpm"), ``antonym``, ``number``, ``negation`` or ``different-fact``. A merge of a negative
 loses a fact, so precision is what counts.
 
-First the shipped rule (:func:`memdir.consolidate.near_duplicate`) on the whole set and per
-kind, with how many pairs of each kind :func:`memdir.conflicts.conflict` reports as a
+First the shipped rule (:func:`memdir.upkeep.consolidate.near_duplicate`) on the whole set and per
+kind, with how many pairs of each kind :func:`memdir.upkeep.conflicts.conflict` reports as a
 conflict (the plan's ``conflict`` operation: wanted for the negatives, noise for the
 duplicates). Then a threshold sweep of simpler rules for comparison; for those a rule
 "merges" a pair when its score reaches the threshold, and the threshold picked is the one
 with the best precision at recall >= 0.5 (ties: best F1).
 
-Sweep rules: ``overlap`` (``memdir.extract.similarity``, the first test of the shipped
+Sweep rules: ``overlap`` (``memdir.capture.extract.similarity``, the first test of the shipped
 rule), ``cosine`` (all-MiniLM-L6-v2, only with the embed extra), ``overlap+cos`` (overlap >= t
 AND cosine >=
 the best second threshold for that t), ``overlap+guard`` (overlap >= t AND no number of one
@@ -38,10 +38,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from memdir import embed
-from memdir.conflicts import conflict
-from memdir.consolidate import MERGE_SIMILARITY, near_duplicate
-from memdir.extract import similarity
+from memdir.capture.extract import similarity
+from memdir.retrieval import embed
+from memdir.upkeep.conflicts import conflict
+from memdir.upkeep.consolidate import MERGE_SIMILARITY, near_duplicate
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "near_duplicates.jsonl"
 THRESHOLDS = [round(0.3 + 0.05 * i, 2) for i in range(13)]  # 0.30 .. 0.90

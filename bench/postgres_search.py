@@ -32,7 +32,7 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from memdir.postgres import PostgresStore
+from memdir.team.postgres import PostgresStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from core import Corpus
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
             while _missing(store):
                 time.sleep(0.5)
             fill_s = time.perf_counter() - started
-            from memdir.postgres_plain_vectors import _matrices
+            from memdir.team.postgres_plain_vectors import _matrices
 
             _matrices.clear()  # a fresh process: the first search reads the whole matrix
             started = time.perf_counter()

@@ -58,8 +58,8 @@ from pathlib import Path
 from typing import Any
 
 from memdir import Memdir
-from memdir.model import Hit
-from memdir.safety import find_secrets, redact_secrets
+from memdir.core.model import Hit
+from memdir.core.safety import find_secrets, redact_secrets
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import quality_data as qd
@@ -181,7 +181,7 @@ def cached_embedder(md: Memdir) -> None:
 def embedded_context(on: bool, contexts: dict[str, str]) -> Iterator[None]:
     """With ``on``, memdir's embedded text of a memory whose body is a key of ``contexts``
     starts with that search context (measured against the text alone)."""
-    import memdir.semantic as semantic
+    import memdir.retrieval.semantic as semantic
 
     plain = semantic.vector_text
     if on:

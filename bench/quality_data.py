@@ -17,7 +17,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memdir.search import STOPWORDS
+from memdir.retrieval.search import STOPWORDS
 
 DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 

@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import secrets_holdout
 from bench.secrets_corpus import SEED, Entry, corpus
 from memdir import Memdir, SecretDetectedError
-from memdir.extract import SECRET_SKIPPED
+from memdir.capture.extract import SECRET_SKIPPED
 
 PATHS = ("library", "update", "store_many", "mcp", "extraction", "import", "api-sqlite",
          "api-postgresql", "cli")
@@ -125,7 +125,7 @@ def _by_mcp(md: Memdir, entries: Sequence[Entry]) -> Iterator[Outcome]:
     from mcp import Client
     from mcp.types import TextContent
 
-    from memdir.mcp_server import build_server
+    from memdir.agents.mcp_server import build_server
 
     outcomes: list[Outcome] = []
 

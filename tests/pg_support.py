@@ -22,7 +22,7 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from memdir.postgres import PostgresStore
+from memdir.team.postgres import PostgresStore
 
 DSN = os.environ.get("MEMDIR_TEST_DATABASE", "postgresql://postgres@127.0.0.1:5432/test")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from memdir.markdown import parse
+from memdir.core.markdown import parse
 from server_support import Server, assert_error, raw_request, running_server, store_memory
 
 

@@ -12,7 +12,7 @@ import pytest
 from conftest import CLI, cli_json
 from llm_support import ScriptedServer
 from memdir import Memdir
-from memdir.llm import LLMSettings
+from memdir.llm.client import LLMSettings
 
 FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
 SESSION = FIXTURES / "claude_code_session.jsonl"

@@ -14,7 +14,7 @@ import yaml
 
 from conftest import CLI, cli_json, git
 from memdir import __version__
-from memdir.paths import project_key
+from memdir.core.paths import project_key
 
 COMMANDS = ("store", "search", "about", "decisions", "recent", "list", "get", "update",
             "reclassify", "archive", "restore", "delete", "stats", "reindex", "doctor", "types",

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 import pytest
 
 from conftest import CLI
+from memdir.agents.hooks import EVENTS
 from memdir.cli.hooks_cli import HOOK_EVENTS
 from memdir.cli.parser import build_parser
-from memdir.hooks import EVENTS
 
 
 def _arguments(parser: argparse.ArgumentParser,

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from memdir import Memdir, Problem
-from memdir.markdown import parse
-from memdir.placing import BULK
+from memdir.core.markdown import parse
+from memdir.core.placing import BULK
 
 WRITERS = 8
 PER_WRITER = 200

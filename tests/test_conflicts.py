@@ -1,6 +1,6 @@
 """Conflicts: memories that say opposite things of one thing.
 
-Seed 004: the rule (:mod:`memdir.conflicts`) on hand-made labelled pairs, then
+Seed 004: the rule (:mod:`memdir.upkeep.conflicts`) on hand-made labelled pairs, then
 ``Memdir.conflicts`` with a team directory in the repository, and how ``memdir store`` and
 MCP ``memory_learn`` report them (the team scope over a server: tests/test_team.py).
 Issue 21: consolidation plans memories that disagree as a ``conflict`` and never merges or
@@ -20,8 +20,8 @@ from mcp import Client
 
 from conftest import CLI, cli_json
 from memdir import Memdir
-from memdir.conflicts import TOPIC_OVERLAP, contradicts
-from memdir.mcp_server import build_server
+from memdir.agents.mcp_server import build_server
+from memdir.upkeep.conflicts import TOPIC_OVERLAP, contradicts
 
 # (a, b, label): True when the two say opposite things about the same thing.
 CONTRADICTIONS = [
@@ -258,8 +258,8 @@ def test_conflicting_pairs_finds_every_pair_the_rule_accepts() -> None:
     """The inverted index finds what comparing every pair finds."""
     import itertools
 
-    from memdir.conflicts import conflict, conflicting_pairs
-    from memdir.model import Memory
+    from memdir.core.model import Memory
+    from memdir.upkeep.conflicts import conflict, conflicting_pairs
 
     data = Path(__file__).parent / "data" / "near_duplicates.jsonl"
     texts = sorted({t for line in data.read_text("utf-8").splitlines() if line.strip()

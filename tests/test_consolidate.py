@@ -12,7 +12,7 @@ import pytest
 from conftest import CLI
 from llm_support import ScriptedServer
 from memdir import Memdir
-from memdir.journal import read_journal
+from memdir.core.journal import read_journal
 
 START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
@@ -97,7 +97,7 @@ def test_dream_gates_and_lock(md: Memdir, tmp_path: Path) -> None:
     import os
     import time
 
-    from memdir.dream import LOCK_FILE, gates
+    from memdir.upkeep.dream import LOCK_FILE, gates
 
     due, why = gates(md)
     assert not due and "0 sessions" in why
@@ -174,7 +174,7 @@ def test_daily_logs_are_appended_and_gathered(md: Memdir) -> None:
 
 
 def test_decay_halves_in_90_days_and_reinforcement_resets_it(home: Path, repo: Path) -> None:
-    from memdir.search import strength
+    from memdir.retrieval.search import strength
 
     with Memdir(home=home, project=repo, clock=lambda: START) as md:
         memory = md.store("Releases are cut from the release branch", type="fact",
@@ -217,7 +217,7 @@ def test_two_dreams_at_once_run_exactly_one(md: Memdir, home: Path, repo: Path) 
         assert "lock" in next(r["reason"] for r in results if not r["ran"])
     assert md.stats().to_dict()["last_dream"] is not None
     (home / ".consolidate-lock").unlink()
-    code = ("import sys, time; from pathlib import Path; from memdir.dream import _acquire; "
+    code = ("import sys, time; from pathlib import Path; from memdir.upkeep.dream import _acquire; "
             "print(_acquire(Path(sys.argv[1]), time.time()), flush=True); time.sleep(3)")
     racers = [subprocess.Popen([sys.executable, "-c", code, str(home)],
                                stdout=subprocess.PIPE, text=True) for _ in range(4)]
@@ -232,13 +232,13 @@ def test_the_lock_with_real_processes(md: Memdir, home: Path, repo: Path) -> Non
     import sys
     import time
 
-    from memdir.dream import LOCK_FILE
+    from memdir.upkeep.dream import LOCK_FILE
 
     md.store("Deploys go through ArgoCD, never through kubectl apply", type="decision")
     env = {**os.environ, "MEMDIR_HOME": str(home)}
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time; from pathlib import Path; "
-         "from memdir.dream import _acquire; "
+         "from memdir.upkeep.dream import _acquire; "
          "print(_acquire(Path(sys.argv[1]), time.time()), flush=True); time.sleep(60)",
          str(home)], stdout=subprocess.PIPE, text=True)
     try:
@@ -344,7 +344,7 @@ def test_a_failed_dream_releases_the_lock_and_keeps_the_last_run(md: Memdir) -> 
     import os
     import shutil
 
-    from memdir.dream import LOCK_FILE, last_dream
+    from memdir.upkeep.dream import LOCK_FILE, last_dream
 
     md.store("Deploys go through ArgoCD", type="decision")
     assert md.dream(force=True).ran

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from conftest import CLI, cli_json
 from memdir import Memdir, count_tokens
-from memdir.errors import InvalidMemoryError
+from memdir.core.errors import InvalidMemoryError
 
 FORMATS = ("markdown", "prompt", "json", "snippets")
 
@@ -287,7 +287,7 @@ def test_count_tokens_is_documented_rule() -> None:
 
 
 def test_sql_ranking_uses_the_same_strength_as_search(home: Path, repo: Path) -> None:
-    from memdir.search import strength
+    from memdir.retrieval.search import strength
 
     start = datetime(2026, 1, 1, tzinfo=UTC)
     with Memdir(home=home, project=repo, clock=lambda: start) as md:

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from conftest import CLI, cli_json
 from memdir import Memdir, Memory, count_tokens
-from memdir.recall import MAX_MEMORY_BYTES
+from memdir.retrieval.recall import MAX_MEMORY_BYTES
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.context_repeats import INDEX_HEADING, Checker
@@ -143,8 +143,8 @@ def test_no_memory_twice_and_no_cut_word_at_any_budget(md: Memdir, budget: int) 
 def test_context_lines_are_cut_between_words() -> None:
     """One context line of a long memory (500 characters), one snippet (160), one MEMORY.md
     entry (150): each ends with a whole word, then '…'."""
-    from memdir.listing import index_line
-    from memdir.shorten import shorten
+    from memdir.core.listing import index_line
+    from memdir.core.shorten import shorten
 
     text = "Rule 1: " + _sentence(1, 60)
     words = set(text.split())
@@ -170,7 +170,7 @@ def test_context_lines_are_cut_between_words() -> None:
     ("Odd [name]", "Something else", "- [Odd (name)](p.md) (preference) — Something else"),
 ])
 def test_index_entries_say_the_text_once(name: str, description: str, expected: str) -> None:
-    from memdir.listing import index_line
+    from memdir.core.listing import index_line
 
     assert index_line(name, "p.md", "preference", description) == expected
 
@@ -188,8 +188,8 @@ def test_a_long_index_entry_ends_with_a_whole_word(md: Memdir) -> None:
 def test_old_index_lines_are_recomputed_and_memory_md_rewritten(home: Path, repo: Path) -> None:
     """An index written before entries were cut between words is migrated: its lines are
     computed again and the next command rewrites MEMORY.md with them."""
-    from memdir.index_schema import MIGRATIONS
-    from memdir.listing import index_line
+    from memdir.core.index_schema import MIGRATIONS
+    from memdir.core.listing import index_line
 
     text = "Deployments go through ArgoCD, never kubectl apply; " + _sentence(3, 30)
     with Memdir(home=home, project=repo, sync_interval=0) as md:
@@ -301,7 +301,7 @@ TEXT = st.text(alphabet=st.sampled_from(list("abcdefgh  ,.;:-/_'é日")), max_si
 
 @given(text=TEXT, limit=st.integers(min_value=1, max_value=200))
 def test_shorten_fits_and_keeps_whole_words(text: str, limit: int) -> None:
-    from memdir.shorten import shorten
+    from memdir.core.shorten import shorten
 
     out = shorten(text, limit)
     assert len(out) <= limit
@@ -319,7 +319,7 @@ def test_shorten_fits_and_keeps_whole_words(text: str, limit: int) -> None:
 
 @given(text=TEXT, limit=st.integers(min_value=20, max_value=400))
 def test_shorten_bytes_fits_in_bytes(text: str, limit: int) -> None:
-    from memdir.shorten import shorten_bytes
+    from memdir.core.shorten import shorten_bytes
 
     out = shorten_bytes(text, limit, " [cut]")
     assert len(out.encode()) <= limit

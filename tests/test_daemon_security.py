@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from memdir import Memdir
-from memdir.daemon import ask, socket_path, start_daemon
+from memdir.agents.daemon import ask, socket_path, start_daemon
 
 pytestmark = pytest.mark.skipif(
     not hasattr(os, "getuid") or os.getuid() != 0,

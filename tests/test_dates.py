@@ -18,9 +18,9 @@ import pytest
 
 from conftest import CLI, cli_json
 from memdir import Memdir
-from memdir.dates import absolutize_dates
-from memdir.draft import default_name
-from memdir.files import slugify
+from memdir.core.dates import absolutize_dates
+from memdir.core.draft import default_name
+from memdir.core.files import slugify
 
 WEEK = [date(2026, 11, 23) + timedelta(days=n) for n in range(7)]  # Monday .. Sunday
 DAY_NAMES = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
@@ -281,7 +281,7 @@ def test_cli_bad_memdir_now_says_how_to_fix_it(cli: CLI,
 
 
 def test_anchor_day_follows_tz() -> None:
-    code = ("from datetime import datetime, UTC; from memdir.dates import anchor_day; "
+    code = ("from datetime import datetime, UTC; from memdir.core.dates import anchor_day; "
             "print(anchor_day(datetime(2026, 11, 27, 0, 30, tzinfo=UTC)))")
     days = {}
     for tz in ("EST5", "UTC"):

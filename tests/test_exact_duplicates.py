@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from memdir import Memdir
-from memdir.postgres import PostgresStore
-from memdir.store import normalise
+from memdir.core.store import normalise
+from memdir.team.postgres import PostgresStore
 from pg_support import DSN, fresh_schema
 
 
@@ -58,7 +58,7 @@ def test_an_index_with_the_old_hashes_is_migrated(home: Path, repo: Path) -> Non
     import hashlib
     import sqlite3
 
-    from memdir.index_schema import MIGRATIONS
+    from memdir.core.index_schema import MIGRATIONS
 
     with Memdir(home=home, project=repo, sync_interval=0) as md:
         first = md.store("I prefer pnpm over npm.", type="preference")

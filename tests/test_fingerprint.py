@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-import memdir.placing
+import memdir.core.placing
 from memdir import Memdir
-from memdir import fingerprint as fp
+from memdir.core import fingerprint as fp
 
 OTHER = """---
 name: Written elsewhere
@@ -87,14 +87,14 @@ def test_changes_by_another_program_during_a_write_are_not_absorbed(
                       name="victim")
     assert victim.path is not None and victim.path.name == "fact_victim.md"
     md.reconcile()
-    real = memdir.placing.regenerate_index
+    real = memdir.core.placing.regenerate_index
 
-    def meanwhile(conn: object, mdir: memdir.store.MemoryDir, *rest: object) -> None:
+    def meanwhile(conn: object, mdir: memdir.core.store.MemoryDir, *rest: object) -> None:
         # Another program acts while memdir holds the write lock, its files written.
         change(mdir.path)
         real(conn, mdir, *rest)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(memdir.placing, "regenerate_index", meanwhile)
+    monkeypatch.setattr(memdir.core.placing, "regenerate_index", meanwhile)
     md.store_many(_batch(size, "gamma"))
     monkeypatch.undo()
     with Memdir(home=home, project=repo) as fresh:  # the next command

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-import memdir.placing
-import memdir.store
+import memdir.core.placing
+import memdir.core.store
 from memdir import Memdir
-from memdir.errors import DuplicateNameError, MemoryNotFoundError
-from memdir.files import INDEX_KEEP, atomic_write
-from memdir.model import Memory
+from memdir.core.errors import DuplicateNameError, MemoryNotFoundError
+from memdir.core.files import INDEX_KEEP, atomic_write
+from memdir.core.model import Memory
 
 
 @pytest.fixture
@@ -125,7 +125,7 @@ def test_a_file_created_under_a_planned_name_mid_batch_is_never_overwritten(
         md: Memdir, monkeypatch: pytest.MonkeyPatch, size: int) -> None:
     folder = md.directory("project").path
     last = folder / f"fact_item-{size - 1}.md"
-    render = memdir.placing.render
+    render = memdir.core.placing.render
 
     def render_and_race(memory: Memory) -> str:
         if memory.name == "item 0":  # another program takes the last planned name meanwhile
@@ -134,13 +134,13 @@ def test_a_file_created_under_a_planned_name_mid_batch_is_never_overwritten(
 
     items = [{"content": f"Batch memory {i}", "type": "fact", "name": f"item {i}"}
              for i in range(size)]
-    monkeypatch.setattr(memdir.placing, "render", render_and_race)
+    monkeypatch.setattr(memdir.core.placing, "render", render_and_race)
     with pytest.raises(DuplicateNameError, match=f"another program created {last.name}"):
         md.store_many(items)
     assert last.read_text() == NOTE
     assert sorted(p.name for p in folder.glob("fact_*.md")) == [last.name]  # only its own
     assert [m.name for m in md.list()] == ["Human note"]  # indexed as what it is
-    monkeypatch.setattr(memdir.placing, "render", render)
+    monkeypatch.setattr(memdir.core.placing, "render", render)
     assert len(md.store_many(items)) == size  # run again: another name for the last one
     assert last.read_text() == NOTE
 
@@ -162,14 +162,14 @@ def test_a_rename_never_overwrites_a_file_created_under_the_new_name_meanwhile(
     memory = md.store("Deploys go out on Tuesdays", type="fact")
     assert memory.path is not None
     target = memory.path.with_name("decision_deploys-go-out-on-tuesdays.md")
-    render = memdir.store.render
+    render = memdir.core.store.render
 
     def render_and_race(m: Memory) -> str:
         if m.type == "decision":  # another program takes the new name meanwhile
             target.write_text(NOTE)
         return render(m)
 
-    monkeypatch.setattr(memdir.store, "render", render_and_race)
+    monkeypatch.setattr(memdir.core.store, "render", render_and_race)
     with pytest.raises(DuplicateNameError, match=f"another program created {target.name}"):
         md.reclassify(memory.id, "decision")
     assert target.read_text() == NOTE

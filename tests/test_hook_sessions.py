@@ -19,7 +19,7 @@ import pytest
 
 from hook_support import hooks_log, wait_until
 from memdir import Memdir
-from memdir.daemon import ask, socket_path
+from memdir.agents.daemon import ask, socket_path
 
 DEPLOY = "CI/CD considerations: pipelines run on self-hosted runners"
 PROMPT = "what is our deployment process?"  # words miss DEPLOY; the daemon's meaning finds it

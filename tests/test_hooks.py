@@ -202,7 +202,7 @@ def test_a_locked_index_holds_a_hook_no_longer_than_its_limit(
         hook: Hook, home: Path, repo: Path, event: str) -> None:
     # Another process holds the write lock. SQLite's busy wait (up to 30 s) cannot be cut
     # short by the hook's alarm, so the hook caps it at its own limit.
-    from memdir.hooks import LIMITS
+    from memdir.agents.hooks import LIMITS
 
     with Memdir(home=home, project=repo) as md:
         memory = md.store("The billing service retries webhooks three times", type="fact")
@@ -227,7 +227,7 @@ def test_the_daemon_is_asked_about_the_hooks_own_project(
         home: Path, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The daemon runs in whichever project started it: a request without a usable cwd must
     # name the project the hook itself would use (its working directory), absolute.
-    from memdir import daemon, hooks
+    from memdir.agents import daemon, hooks
 
     asked: list[dict[str, object]] = []
 

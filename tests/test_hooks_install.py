@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
+from memdir.agents.hooks_agents import HOOKS, hook_action, hook_command
+from memdir.agents.hooks_install import BACKUP_SUFFIX, install, status, uninstall
 from memdir.cli import hooks_cli
-from memdir.errors import ConfigError
-from memdir.hooks_agents import HOOKS, hook_action, hook_command
-from memdir.hooks_install import BACKUP_SUFFIX, install, status, uninstall
+from memdir.core.errors import ConfigError
 
 PY = sys.executable
 OTHER_PY = "/opt/other env/bin/python3"  # a space: the command must quote it
@@ -269,7 +269,7 @@ def test_an_existing_memdir_server_keeps_its_other_settings() -> None:
 
 
 def test_the_hooks_installed_are_the_events_memdir_hook_handles() -> None:
-    from memdir.hooks import EVENTS
+    from memdir.agents.hooks import EVENTS
 
     assert tuple(s.action for s in HOOKS) == EVENTS
 

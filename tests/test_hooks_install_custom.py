@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from memdir import Memdir
-from memdir.hooks_agents import hook_action
-from memdir.hooks_install import BACKUP_SUFFIX, install, status, uninstall
+from memdir.agents.hooks_agents import hook_action
+from memdir.agents.hooks_install import BACKUP_SUFFIX, install, status, uninstall
 
 PY = sys.executable
 

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from memdir import Memdir
-from memdir.hooks_agents import HOOKS
-from memdir.hooks_install import carried_home, install, status
+from memdir.agents.hooks_agents import HOOKS
+from memdir.agents.hooks_install import carried_home, install, status
 
 PY = sys.executable
 # Spaces, both quotes, a dollar sign, a backquote, a backslash: what a shell would act on.

@@ -1,12 +1,12 @@
 """Hybrid fusion on hand-made scores: reciprocal rank, and the absolute score fusion of both
-stores (memdir.scale), with strength as a bounded exponent."""
+stores (memdir.retrieval.scale), with strength as a bounded exponent."""
 
 from __future__ import annotations
 
 import pytest
 
-from memdir.hybrid import LEXICAL_WEIGHT, RRF_K, fuse, fuse_scores, rrf
-from memdir.scale import MIN_MATCH, SIMILARITY_FLOOR, scored
+from memdir.retrieval.hybrid import LEXICAL_WEIGHT, RRF_K, fuse, fuse_scores, rrf
+from memdir.retrieval.scale import MIN_MATCH, SIMILARITY_FLOOR, scored
 
 
 def test_found_by_both_beats_first_in_one() -> None:

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from memdir import Memdir
-from memdir.index import BM25_WEIGHTS, DEFER_FTS_ROWS, Index, memory_to_row
-from memdir.index_schema import MIGRATIONS, statements
-from memdir.search import OVERFETCH, fts_query
-from memdir.strength import boost
+from memdir.core.index import BM25_WEIGHTS, DEFER_FTS_ROWS, Index, memory_to_row
+from memdir.core.index_schema import MIGRATIONS, statements
+from memdir.core.strength import boost
+from memdir.retrieval.search import OVERFETCH, fts_query
 
 
 def test_connection_settings(md: Memdir) -> None:
@@ -71,7 +71,7 @@ def test_rows_written_before_the_julian_day_column_get_it(home: Path, repo: Path
 
 def _rank(relevance: float, reinforced: int, shown: int, used: int, updated_jd: float,
           accessed_jd: float | None) -> float:
-    """The strength key's formula (memdir.index.strength_key_sql), in Python."""
+    """The strength key's formula (memdir.core.index.strength_key_sql), in Python."""
     last = max(updated_jd, accessed_jd or 0.0)
     return math.log2(relevance * boost(shown, reinforced + used)) + last / 90.0
 
@@ -318,7 +318,7 @@ def test_reindex_and_reconcile_of_many_files_fill_the_fts_index(md: Memdir) -> N
 def test_math_functions_python_gives_where_sqlite_has_none() -> None:
     # SQLite builds without the math functions get Python ones; they must give what
     # SQLite's give, NULL outside the domain included, or the strength key would differ.
-    from memdir.index_schema import _exp, _log
+    from memdir.core.index_schema import _exp, _log
 
     conn = sqlite3.connect(":memory:")
     values = [0.25, 1.0, 3.5, 2461042.6, 0.0, -1.0, None]

@@ -17,7 +17,7 @@ from memdir import (
     SecretDetectedError,
     UnknownTypeError,
 )
-from memdir.markdown import parse
+from memdir.core.markdown import parse
 
 
 def test_store_writes_a_markdown_file_with_all_fields(md: Memdir) -> None:
@@ -227,7 +227,7 @@ def test_scopes_are_separate_directories(md: Memdir, home: Path) -> None:
 
 
 def test_strength_decays_with_a_90_day_half_life(md: Memdir) -> None:
-    from memdir.search import strength
+    from memdir.retrieval.search import strength
 
     memory = md.store("Decays over time", type="fact", relevance=1.0)
     fresh = strength(memory, md.directory("project").taxonomy, memory.updated)
@@ -263,12 +263,12 @@ def test_memory_index_is_regenerated_on_every_change(md: Memdir) -> None:
 
 def test_a_write_blocked_too_long_is_a_clear_error(
         home: Path, repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import memdir.index
-    from memdir.errors import IndexBusyError
+    import memdir.core.index
+    from memdir.core.errors import IndexBusyError
 
     with Memdir(home=home, project=repo) as md:
         md.store("warm up the index", type="fact")
-    monkeypatch.setattr(memdir.index, "BUSY_TIMEOUT_MS", 200)
+    monkeypatch.setattr(memdir.core.index, "BUSY_TIMEOUT_MS", 200)
     blocker = sqlite3.connect(home / "index.sqlite")
     blocker.execute("BEGIN IMMEDIATE")
     try:

@@ -1,4 +1,4 @@
-"""MEMORY.md and its overflow pages after single writes (memdir.listing): a write rewrites only
+"""MEMORY.md and its overflow pages after single writes (memdir.core.listing): a write rewrites only
 the pages it affects, and what it leaves is byte for byte what regenerating everything from the
 rows writes, after any sequence of stores, duplicates, updates, reclassifications, archives,
 restores and deletions."""
@@ -11,7 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memdir import Memdir, listing
+from memdir import Memdir
+from memdir.core import listing
 
 TYPES = ["fact", "decision", "pitfall", "reference"]
 
@@ -101,7 +102,7 @@ def test_a_store_rewrites_only_its_types_page_and_restores_a_missing_one(md: Mem
 
 def test_memdir_knows_the_memory_md_it_wrote_until_someone_edits_it(md: Memdir) -> None:
     """Injection skips the secret check only for the MEMORY.md memdir wrote, unedited."""
-    from memdir.files import read_index_stat
+    from memdir.core.files import read_index_stat
 
     md.store("Deployments go through ArgoCD", type="decision")
     mdir = md.directory("project")

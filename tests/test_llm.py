@@ -20,10 +20,9 @@ from typing import Any
 import pytest
 
 from llm_support import ScriptedServer
-from memdir.errors import ConfigError
-from memdir.index import Index
-from memdir.ledger import Ledger
-from memdir.llm import (
+from memdir.core.errors import ConfigError
+from memdir.core.index import Index
+from memdir.llm.client import (
     LLM,
     Completion,
     LLMError,
@@ -32,7 +31,8 @@ from memdir.llm import (
     make_provider,
     shape_problem,
 )
-from memdir.llm_providers import parse_json_reply
+from memdir.llm.ledger import Ledger
+from memdir.llm.providers import parse_json_reply
 
 KEY = "sk-test-Zq81vS3cr3tK3y0000"
 DAY = "2026-11-21"
@@ -369,9 +369,9 @@ def test_budget_is_shared_with_another_process(scripted_llm: ScriptedServer, led
     child = textwrap.dedent(f"""
         import datetime, sys
         from pathlib import Path
-        from memdir.index import Index
-        from memdir.ledger import Ledger
-        from memdir.llm import LLM, LLMSettings, make_provider
+        from memdir.core.index import Index
+        from memdir.llm.ledger import Ledger
+        from memdir.llm.client import LLM, LLMSettings, make_provider
         settings = LLMSettings("openai", base_url={scripted_llm.url + "/v1"!r}, timeout=5)
         index = Index(Path({str(index_path)!r}))
         llm = LLM(make_provider(settings), Ledger(index), daily_budget=2,

@@ -21,8 +21,8 @@ from mcp.types import CallToolResult, TextContent
 
 from conftest import CLI, cli_json
 from memdir import Memdir
-from memdir.mcp_server import build_server
-from memdir.mcp_tools import run_tool
+from memdir.agents.mcp_server import build_server
+from memdir.agents.mcp_tools import run_tool
 
 Scenario = Callable[[Client], Awaitable[None]]
 TOOLS = {"memory_learn", "memory_recall", "memory_context", "memory_episode",

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from memdir.conflicts import conflict
-from memdir.consolidate import MERGE_SIMILARITY, near_duplicate
-from memdir.extract import similarity
+from memdir.capture.extract import similarity
+from memdir.upkeep.conflicts import conflict
+from memdir.upkeep.consolidate import MERGE_SIMILARITY, near_duplicate
 
 DATA = Path(__file__).parent / "data" / "near_duplicates.jsonl"
 PAIRS: list[dict[str, Any]] = [json.loads(line) for line in DATA.read_text("utf-8").splitlines()

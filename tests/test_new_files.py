@@ -1,4 +1,4 @@
-"""Creating new files (:class:`memdir.new_files.NewFiles`, and ``atomic_write(exclusive=True)``
+"""Creating new files (:class:`memdir.core.new_files.NewFiles`, and ``atomic_write(exclusive=True)``
 built on it): complete before named, never over anything, nothing left behind on failure,
 the same on the Linux fast path (O_TMPFILE) and on the portable one (a named temp file)."""
 
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from memdir import new_files
-from memdir.files import atomic_write
-from memdir.new_files import NewFiles
+from memdir.core import new_files
+from memdir.core.files import atomic_write
+from memdir.core.new_files import NewFiles
 
 
 @pytest.fixture
@@ -125,7 +125,7 @@ def test_a_removed_directory_is_an_error_on_either_way(there: Path, way: str) ->
 _WRITER = """
 import sys
 from pathlib import Path
-from memdir.new_files import NewFiles
+from memdir.core.new_files import NewFiles
 data = b"x" * (1 << 20)
 with NewFiles(Path(sys.argv[1])) as folder:
     print("ready", flush=True)

@@ -17,7 +17,7 @@ import pytest
 
 from conftest import git
 from memdir import Memdir, MemoryNotFoundError, PathTraversalError
-from memdir.paths import find_git_roots, project_key, safe_join
+from memdir.core.paths import find_git_roots, project_key, safe_join
 
 # -- worktrees and project roots -------------------------------------------------------------
 
@@ -342,8 +342,8 @@ def test_the_home_and_config_folders_are_where_platformdirs_puts_them(
     # cost 5-8 ms); it must land exactly where platformdirs would.
     import platformdirs
 
-    from memdir.config import user_config_path
-    from memdir.paths import default_home
+    from memdir.core.config import user_config_path
+    from memdir.core.paths import default_home
 
     monkeypatch.delenv("MEMDIR_CONFIG", raising=False)
     for variable in ("XDG_DATA_HOME", "XDG_CONFIG_HOME"):

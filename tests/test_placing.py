@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from memdir import Memdir, placing
-from memdir.markdown import parse
-from memdir.new_files import NewFiles
+from memdir import Memdir
+from memdir.core import placing
+from memdir.core.markdown import parse
+from memdir.core.new_files import NewFiles
 
 
 def _items(n: int) -> list[dict[str, Any]]:

@@ -26,10 +26,10 @@ from psycopg import sql
 import pg_support
 from conftest import git
 from memdir import Memdir, Memory
-from memdir.errors import DatabaseError, DuplicateNameError, InvalidMemoryError
-from memdir.postgres import PostgresStore, redact
-from memdir.postgres_schema import MIGRATIONS
-from memdir.transfer import export_memories, import_memories
+from memdir.core.errors import DatabaseError, DuplicateNameError, InvalidMemoryError
+from memdir.team.postgres import PostgresStore, redact
+from memdir.team.postgres_schema import MIGRATIONS
+from memdir.upkeep.transfer import export_memories, import_memories
 from pg_support import DSN, drop_schema, fresh_database, fresh_schema
 
 pg_schema, pg_store = pg_support.pg_schema, pg_support.pg_store  # fixtures: a fresh schema
@@ -42,7 +42,7 @@ FIELDS = ("id", "name", "description", "type", "scope", "relevance", "tags", "pa
 # really start at once, then opens the store (running the migrations) and writes.
 CHILD = textwrap.dedent("""
     import json, os, sys, time
-    from memdir.postgres import PostgresStore
+    from memdir.team.postgres import PostgresStore
 
     args = json.loads(sys.argv[1])
     open(args["ready"], "w").close()

@@ -1,5 +1,5 @@
 """The PostgreSQL store's word evidence is the SQLite index's: FTS5's weighted BM25 over the
-ideal BM25, computed from the tsvectors (memdir/postgres_evidence.py).
+ideal BM25, computed from the tsvectors (memdir/team/postgres_evidence.py).
 
 The same memories (names, descriptions, tags, paths, search context and dates, bodies short
 and long, words said once or many times) go into a real Memdir home and a fresh schema of the
@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from memdir import Memdir
-from memdir.postgres import PostgresStore
-from memdir.postgres_evidence import WEIGHTS, bm25, word_evidence
-from memdir.scale import ideal_bm25, idf, lexical_evidence
+from memdir.retrieval.scale import ideal_bm25, idf, lexical_evidence
+from memdir.team.postgres import PostgresStore
+from memdir.team.postgres_evidence import WEIGHTS, bm25, word_evidence
 from pg_support import DSN, fresh_schema
 
 T0 = datetime(2026, 1, 5, 9, 0, 0, tzinfo=UTC)

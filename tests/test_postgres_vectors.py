@@ -25,11 +25,11 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 import pg_support
-from memdir.embed import MODEL_NAME, from_blob, load_embedder
-from memdir.model import Memory
-from memdir.postgres import PostgresStore
-from memdir.semantic import BATCH, vector_text
-from memdir.store import norm_hash
+from memdir.core.model import Memory
+from memdir.core.store import norm_hash
+from memdir.retrieval.embed import MODEL_NAME, from_blob, load_embedder
+from memdir.retrieval.semantic import BATCH, vector_text
+from memdir.team.postgres import PostgresStore
 from server_support import running_server, store_memory
 
 pgvector_dsn, pg_schema, pg_store = pg_support.pgvector_dsn, pg_support.pg_schema, \
@@ -332,8 +332,8 @@ def test_existing_memories_are_filled_in_the_background_in_batches(
 
 def test_plain_vectors_are_read_once_then_only_what_changed(
         pg_schema: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from memdir import postgres_plain_vectors
-    from memdir.postgres_plain_vectors import matrix_for
+    from memdir.team import postgres_plain_vectors
+    from memdir.team.postgres_plain_vectors import matrix_for
 
     with PostgresStore(pg_support.DSN, schema=pg_schema, semantic=True) as store:
         pnpm = store.store("I prefer pnpm over npm", type="preference")

@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from memdir import Memdir
-from memdir.dates import absolutize_dates
-from memdir.markdown import parse, render
-from memdir.model import KNOWN_KEYS, SCOPES, SOURCES, STATUSES, Memory
-from memdir.search import fts_query
+from memdir.core.dates import absolutize_dates
+from memdir.core.markdown import parse, render
+from memdir.core.model import KNOWN_KEYS, SCOPES, SOURCES, STATUSES, Memory
+from memdir.retrieval.search import fts_query
 
 # -- strategies ------------------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
-"""The strength ranking of session-start context (memdir.ranking) reads the strongest memories
-by their time-free strength key instead of computing every memory's strength. Its pool must be
-exactly the one computing every strength gives: same memories, same order, same values, whatever the
-types (temporary ones decay faster), relevances (0 included), reinforcements, accesses and
+"""The strength ranking of session-start context (memdir.retrieval.ranking) reads the strongest
+memories by their time-free strength key instead of computing every memory's strength. Its pool must
+be exactly the one computing every strength gives: same memories, same order, same values, whatever
+the types (temporary ones decay faster), relevances (0 included), reinforcements, accesses and
 dates (in the future included)."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memdir import Memdir, ranking
+from memdir import Memdir
+from memdir.retrieval import ranking
 
 AT = datetime(2026, 6, 1, tzinfo=UTC)
 TYPES = {"memdir": ["decision", "fact", "pitfall", "procedure", "preference", "reference"],

@@ -1,4 +1,4 @@
-"""A home that cannot be written (memdir.readonly): search, list, context, recall and the
+"""A home that cannot be written (memdir.core.readonly): search, list, context, recall and the
 agent's hooks still work, from the index when it is current and from the files otherwise;
 writes fail with an error that says how to fix it; nothing in the home changes.
 

@@ -16,9 +16,9 @@ import pytest
 from conftest import CLI, cli_json
 from llm_support import ScriptedServer
 from memdir import Memdir, build_memory_prompt_section, start_recall_prefetch
-from memdir.errors import InvalidMemoryError
-from memdir.llm import LLMSettings
-from memdir.recall import (
+from memdir.core.errors import InvalidMemoryError
+from memdir.llm.client import LLMSettings
+from memdir.retrieval.recall import (
     MAX_MEMORY_BYTES,
     MAX_SESSION_BYTES,
     freshness_warning,

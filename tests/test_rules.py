@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from memdir.rules import RELEVANCE, Candidate, extract_rules, rule_type
-from memdir.taxonomy import PRESETS, Taxonomy, TypeSpec, get_taxonomy
+from memdir.capture.rules import RELEVANCE, Candidate, extract_rules, rule_type
+from memdir.core.taxonomy import PRESETS, Taxonomy, TypeSpec, get_taxonomy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.extract import DATA, KINDS, Labelled, evaluate, load_labelled, run

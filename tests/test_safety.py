@@ -8,8 +8,8 @@ import pytest
 
 from conftest import CLI
 from memdir import Memdir, SecretDetectedError
-from memdir.errors import InvalidMemoryError
-from memdir.safety import find_secrets, strip_private
+from memdir.core.errors import InvalidMemoryError
+from memdir.core.safety import find_secrets, strip_private
 
 SECRETS = {
     "a private key block": "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memdir import files
+from memdir.core import files
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX directory calls")
 
@@ -91,7 +91,7 @@ def test_c_and_python_name_checksums_agree(tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     # The fingerprint's names checksum (count, sum of CRC-32s) of what a listing shows: C and
     # Python must agree bit for bit, since either may have saved the fingerprint.
-    from memdir import fingerprint
+    from memdir.core import fingerprint
 
     folder = tmp_path / "names"
     folder.mkdir()
@@ -137,7 +137,7 @@ def test_the_probe_is_the_scans_fingerprint_and_names(tmp_path: Path,
     # Reconcile trusts a probe (no listing built) where the C part is built, and compares a
     # scan where it is not: both must give the same fingerprint and names checksum, bit for
     # bit, or every command would compare all rows again after switching.
-    from memdir import fingerprint
+    from memdir.core import fingerprint
 
     folder = tmp_path / "memories"
     _every_kind(folder, tmp_path / "outside.md", count)
@@ -152,7 +152,7 @@ def test_the_probe_is_the_scans_fingerprint_and_names(tmp_path: Path,
 
 
 def test_a_probe_sees_an_edit_in_place_a_rename_and_a_new_file(tmp_path: Path) -> None:
-    from memdir import fingerprint
+    from memdir.core import fingerprint
 
     folder = tmp_path / "m"
     folder.mkdir()

@@ -1,5 +1,6 @@
-"""The score scale (memdir.scale): bounded, absolute, in rank order, never without evidence, the
-same in the library, the CLI, MCP and the HTTP API, and shared by memories and session chunks."""
+"""The score scale (memdir.retrieval.scale): bounded, absolute, in rank order, never without
+evidence, the same in the library, the CLI, MCP and the HTTP API, and shared by memories and session
+chunks."""
 
 from __future__ import annotations
 
@@ -15,10 +16,10 @@ import pytest
 from mcp import Client
 
 from memdir import Memdir
-from memdir.index import BM25_WEIGHTS
-from memdir.mcp_server import build_server
-from memdir.model import Hit
-from memdir.scale import (
+from memdir.agents.mcp_server import build_server
+from memdir.core.index import BM25_WEIGHTS
+from memdir.core.model import Hit
+from memdir.retrieval.scale import (
     LEXICAL_SATURATION,
     MIN_MATCH,
     ideal_bm25,
@@ -27,7 +28,7 @@ from memdir.scale import (
     scored,
     strength_factor,
 )
-from memdir.search import fts_query
+from memdir.retrieval.search import fts_query
 from server_support import running_server
 
 TEXTS = ["I prefer pnpm over npm", "Deployments go through the staging cluster first",
@@ -242,7 +243,7 @@ def test_http_search_scores_are_on_the_scale(home: Path, repo: Path, semantic: s
 def test_idf_survives_counts_taken_across_a_concurrent_write() -> None:
     # The row count and a word's count are two statements: a write between them can make
     # the word's count the larger. That is a word in every row, not a math domain error.
-    from memdir.scale import IDF_FLOOR, idf
+    from memdir.retrieval.scale import IDF_FLOOR, idf
 
     assert idf(3, 5) == idf(3, 3) == IDF_FLOOR
     assert idf(10, -1) == idf(10, 0) > 0

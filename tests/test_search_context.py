@@ -23,11 +23,11 @@ from mcp import Client
 
 from conftest import CLI
 from memdir import Memdir
-from memdir.errors import InvalidMemoryError, SecretDetectedError
-from memdir.index_schema import MIGRATIONS, statements
-from memdir.mcp_server import build_server
-from memdir.model import MAX_CONTEXT, date_words
-from memdir.transcript import parse_transcript
+from memdir.agents.mcp_server import build_server
+from memdir.capture.transcript import parse_transcript
+from memdir.core.errors import InvalidMemoryError, SecretDetectedError
+from memdir.core.index_schema import MIGRATIONS, statements
+from memdir.core.model import MAX_CONTEXT, date_words
 
 SECRET = "ghp_" + "a1B2" * 9
 CONTEXT = "Kevin: are you going to the zeppelin concert on Friday?"

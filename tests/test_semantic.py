@@ -16,7 +16,7 @@ import pytest
 from conftest import CLI, cli_json
 from hook_support import wait_until
 from memdir import Memdir
-from memdir.daemon import ask, socket_path
+from memdir.agents.daemon import ask, socket_path
 
 DEPLOY = "CI/CD considerations: pipelines run on self-hosted runners"
 

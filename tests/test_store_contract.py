@@ -1,5 +1,5 @@
 """One behavioural contract, run against both stores: the Markdown + SQLite home (Memdir) and
-the PostgreSQL store. Whatever a client of :class:`memdir.memory_store.MemoryStore` may rely
+the PostgreSQL store. Whatever a client of :class:`memdir.core.memory_store.MemoryStore` may rely
 on is asserted here once, so the two implementations cannot drift apart.
 
 Real parts only: a real git repo and home for Memdir, a fresh schema of the real PostgreSQL
@@ -21,15 +21,15 @@ import pytest
 from psycopg import sql
 
 from memdir import Memdir, Memory
-from memdir.context_format import count_tokens
-from memdir.errors import (
+from memdir.core.errors import (
     InvalidMemoryError,
     MemoryNotFoundError,
     SecretDetectedError,
     UnknownTypeError,
 )
-from memdir.memory_store import MemoryStore
-from memdir.postgres import PostgresStore
+from memdir.core.memory_store import MemoryStore
+from memdir.retrieval.context_format import count_tokens
+from memdir.team.postgres import PostgresStore
 from pg_support import DSN, fresh_schema
 
 T0 = datetime(2026, 1, 5, 9, 0, 0, tzinfo=UTC)
@@ -362,7 +362,7 @@ def test_stats_count_what_is_stored(store: Any) -> None:
 
 def test_a_recalled_memory_the_agent_drew_on_counts_as_used_once(store: Any,
                                                                   clock: Clock) -> None:
-    from memdir.transcript import parse_transcript
+    from memdir.capture.transcript import parse_transcript
 
     deploy = store.store("Deploys go through make release on staging-3", type="procedure")
     tests = store.store("Integration tests hit the real PostgreSQL on port 5433",

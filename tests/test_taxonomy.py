@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from memdir import PRESETS, ConfigError, Memdir, UnknownTypeError
-from memdir.taxonomy import get_taxonomy
+from memdir.core.taxonomy import get_taxonomy
 
 EXPECTED = {
     "memdir": ["user", "feedback", "preference", "policy", "decision", "procedure", "pitfall",

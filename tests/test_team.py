@@ -25,7 +25,7 @@ import pytest
 
 from conftest import git
 from memdir import Memdir
-from memdir.errors import ConfigError, InvalidMemoryError, PathTraversalError, ServerError
+from memdir.core.errors import ConfigError, InvalidMemoryError, PathTraversalError, ServerError
 from pg_support import fresh_database
 from server_support import Server, running_server
 
@@ -446,7 +446,7 @@ def test_only_trusted_settings_choose_the_server(home: Path, repo: Path, stub: S
 def test_no_network_code_loads_without_a_server(home: Path, repo: Path) -> None:
     code = ("import sys\nfrom memdir import Memdir\n"
             f"md = Memdir(project={str(repo)!r})\nmd.context(); md.search('x')\n"
-            "print(sorted(m for m in ('urllib.request', 'http.client', 'memdir.mirror', "
+            "print(sorted(m for m in ('urllib.request', 'http.client', 'memdir.team.mirror', "
             "'socket') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, env={**os.environ, "MEMDIR_HOME": str(home)}).stdout

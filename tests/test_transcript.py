@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 import pytest
 
-from memdir.errors import InvalidMemoryError
-from memdir.transcript import Message, Transcript, parse_text, parse_transcript
+from memdir.capture.transcript import Message, Transcript, parse_text, parse_transcript
+from memdir.core.errors import InvalidMemoryError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
 CLAUDE_SID = "5c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f"

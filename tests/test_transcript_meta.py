@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from memdir import Memdir
-from memdir.sessions import chunk_messages
-from memdir.transcript import parse_transcript
+from memdir.capture.sessions import chunk_messages
+from memdir.capture.transcript import parse_transcript
 
 SESSION = "7e1f0c2a-meta-test"
 

@@ -14,8 +14,8 @@ import yaml
 
 from conftest import CLI, cli_json, git
 from memdir import Memdir, Memory
-from memdir.markdown import parse
-from memdir.paths import project_key
+from memdir.core.markdown import parse
+from memdir.core.paths import project_key
 
 # Everything a memory carries that must survive a round trip (all but where it lives and the
 # usage counters, which belong to the index of one home).
@@ -822,8 +822,8 @@ def test_import_into_postgres_checks_what_the_database_cannot_hold(tmp_path: Pat
     pytest.importorskip("psycopg")
     import psycopg
 
-    from memdir.postgres import PostgresStore
-    from memdir.transfer import import_memories
+    from memdir.team.postgres import PostgresStore
+    from memdir.upkeep.transfer import import_memories
     from pg_support import DSN, fresh_schema
 
     try:

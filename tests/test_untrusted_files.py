@@ -179,7 +179,7 @@ def test_a_50_mb_memory_file_is_skipped_with_a_doctor_problem(md: Memdir) -> Non
 
 def test_a_memory_too_large_for_its_file_is_refused_before_anything_is_written(
         md: Memdir) -> None:
-    from memdir.errors import InvalidMemoryError
+    from memdir.core.errors import InvalidMemoryError
 
     with pytest.raises(InvalidMemoryError) as caught:
         md.store("word " * 200_000, type="fact")
@@ -189,8 +189,8 @@ def test_a_memory_too_large_for_its_file_is_refused_before_anything_is_written(
 
 def test_a_symlink_or_a_device_is_refused_before_any_read(tmp_path: Path) -> None:
     # /dev/zero reports size 0 and never ends: it must be refused, not read up to a cap.
-    from memdir.errors import UnsafeFileError
-    from memdir.safe_open import MEMORY_FILE, read_file
+    from memdir.core.errors import UnsafeFileError
+    from memdir.core.safe_open import MEMORY_FILE, read_file
 
     link = tmp_path / "zero.md"
     link.symlink_to("/dev/zero")
@@ -222,7 +222,7 @@ def test_a_symlinked_logs_folder_is_never_written_through(home: Path, repo: Path
 def test_daily_logs_behind_symlinks_are_not_gathered(md: Memdir, tmp_path: Path) -> None:
     from datetime import datetime
 
-    from memdir.logs import append_log, unconsumed
+    from memdir.upkeep.logs import append_log, unconsumed
 
     folder = md.directory("project").path
     folder.mkdir(parents=True)
@@ -293,9 +293,9 @@ def test_a_hand_written_memory_md_is_kept_as_the_very_file_not_a_copy(md: Memdir
 
 
 def test_a_mirror_file_that_is_a_symlink_is_never_replaced(md: Memdir, tmp_path: Path) -> None:
-    from memdir.errors import MemdirError
-    from memdir.mirror import file_name, place
-    from memdir.store import MemoryDir
+    from memdir.core.errors import MemdirError
+    from memdir.core.store import MemoryDir
+    from memdir.team.mirror import file_name, place
 
     memory = md.store("The quetzal team uses trunk-based development", type="fact")
     mirror = MemoryDir("team", tmp_path / "mirror", md.directory("team").taxonomy)
@@ -313,7 +313,7 @@ def test_a_mirror_file_that_is_a_symlink_is_never_replaced(md: Memdir, tmp_path:
 def test_doctor_names_oversized_logs_and_pages_that_are_skipped(md: Memdir) -> None:
     from datetime import datetime
 
-    from memdir.logs import append_log, unconsumed
+    from memdir.upkeep.logs import append_log, unconsumed
 
     folder = md.directory("project").path
     path = append_log(folder, "Deployed quetzal 4.2", datetime(2026, 11, 20, 9).astimezone())

@@ -20,7 +20,7 @@ import pytest
 
 from conftest import CLI
 from memdir import Memdir
-from memdir.model import now
+from memdir.core.model import now
 
 PAST = now() - timedelta(days=300)
 
@@ -321,7 +321,7 @@ def test_a_symlinked_history_folder_gets_no_journal(
 
 def test_the_server_fault_log_is_not_appended_through_a_symlink_or_a_fifo(
         tmp_path: Path) -> None:
-    from memdir.server.errors import log_fault
+    from memdir.team.server.errors import log_fault
 
     victim = _outside(tmp_path)
     logs = tmp_path / "logs"
@@ -340,8 +340,8 @@ def test_the_server_fault_log_is_not_appended_through_a_symlink_or_a_fifo(
 
 
 def test_a_server_token_that_is_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
-    from memdir.errors import UnsafeFileError
-    from memdir.server.auth import TOKEN_FILE, load_or_create_token
+    from memdir.core.errors import UnsafeFileError
+    from memdir.team.server.auth import TOKEN_FILE, load_or_create_token
 
     os.mkfifo(tmp_path / TOKEN_FILE, 0o600)
     with pytest.raises(UnsafeFileError, match="FIFO"):

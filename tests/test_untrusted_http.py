@@ -144,7 +144,7 @@ def test_the_request_timeout_must_be_positive(home: Path, repo: Path) -> None:
 
 def test_the_documented_default_timeout_is_the_one_in_force() -> None:
     from memdir.cli.serve_cli import DEFAULT_REQUEST_TIMEOUT as CLI_DEFAULT
-    from memdir.server.protocol import DEFAULT_REQUEST_TIMEOUT, protocol_class
+    from memdir.team.server.protocol import DEFAULT_REQUEST_TIMEOUT, protocol_class
 
     assert CLI_DEFAULT == DEFAULT_REQUEST_TIMEOUT == 30.0  # docs/api.md and README say 30
     assert protocol_class(2.5).request_timeout == 2.5

@@ -121,7 +121,7 @@ def test_private_spans_never_reach_the_cli_the_hooks_or_mcp(
         assert HIDDEN not in out, where
     assert "canary" in outputs["session-start"] and "canary" in outputs["prompt"]
 
-    from memdir.mcp_server import build_server
+    from memdir.agents.mcp_server import build_server
 
     with Memdir(home=home, project=repo, sync_interval=0) as fresh:
         server = build_server(md=fresh)
@@ -218,7 +218,7 @@ def test_consolidation_sends_no_private_span(
 
 
 def test_the_llm_layer_redacts_every_prompt(scripted_llm: ScriptedServer, home: Path) -> None:
-    from memdir.llm import LLM, llm_settings
+    from memdir.llm.client import LLM, llm_settings
 
     settings = llm_settings(home, {"MEMDIR_LLM": "openai:m",
                                    "OPENAI_BASE_URL": scripted_llm.url + "/v1"})

@@ -27,10 +27,10 @@ from mcp.types import TextContent
 from conftest import CLI
 from llm_support import ScriptedServer
 from memdir import Memdir, SecretDetectedError
-from memdir.extract import SECRET_SKIPPED
-from memdir.mcp_server import build_server
-from memdir.private import strip_private
-from memdir.safety import find_secrets, redact_secrets
+from memdir.agents.mcp_server import build_server
+from memdir.capture.extract import SECRET_SKIPPED
+from memdir.core.private import strip_private
+from memdir.core.safety import find_secrets, redact_secrets
 from pg_support import DSN, fresh_database, fresh_schema
 from server_support import Server, assert_error, running_server, store_memory
 
@@ -193,7 +193,7 @@ def test_the_http_api_refuses_on_postgresql(home: Path, repo: Path) -> None:
 
 
 def test_the_postgresql_store_strips_private_and_refuses() -> None:
-    from memdir.postgres import PostgresStore
+    from memdir.team.postgres import PostgresStore
 
     with fresh_schema() as schema, PostgresStore(DSN, schema=schema) as store:
         with pytest.raises(SecretDetectedError):
@@ -309,10 +309,10 @@ def test_an_llm_candidate_with_a_secret_is_reported_without_it(
 
 
 def test_extraction_into_postgresql_reports_a_secret() -> None:
-    from memdir.extract import extract_into
-    from memdir.postgres import PostgresStore
-    from memdir.taxonomy import get_taxonomy
-    from memdir.transcript import parse_transcript
+    from memdir.capture.extract import extract_into
+    from memdir.capture.transcript import parse_transcript
+    from memdir.core.taxonomy import get_taxonomy
+    from memdir.team.postgres import PostgresStore
 
     chat = parse_transcript([
         {"role": "user", "content": f"Always use {AWS_SECRET} when deploying."},

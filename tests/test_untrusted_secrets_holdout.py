@@ -2,7 +2,7 @@
 
 ``bench/secrets_holdout.py`` holds fake, format-valid secrets and benign look-alikes, built at
 run time from a fixed seed; it was written from the providers' published formats without
-looking at ``memdir.secret_rules``. The thresholds are the project's targets: at least 98% of
+looking at ``memdir.core.secret_rules``. The thresholds are the project's targets: at least 98% of
 secrets refused, at most 3% of look-alikes refused, through ``Memdir.store``.
 
 Each parametrised case below is one general rule added after that measurement (a provider
@@ -22,7 +22,7 @@ from bench.secret_detection import run
 from bench.secrets_holdout import corpus
 
 from memdir import Memdir, SecretDetectedError
-from memdir.safety import find_secrets, redact_secrets
+from memdir.core.safety import find_secrets, redact_secrets
 
 _R = random.Random(19)
 _ALNUM = string.ascii_letters + string.digits

@@ -16,7 +16,7 @@ import pytest
 
 from hook_support import hooks_log, wait_until, write_transcript
 from memdir import Memdir
-from memdir.transcript_file import MAX_LINE, open_transcript, read_window
+from memdir.capture.transcript_file import MAX_LINE, open_transcript, read_window
 
 SHADOW = ("root:$6$Zq3x9v1c$VerySecretHashOfRootPasswordAbCdEfGh0123456789:19700:0:99999:7:::\n"
           "daemon:*:19700:0:99999:7:::\n"

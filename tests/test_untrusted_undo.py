@@ -23,7 +23,7 @@ import pytest
 
 from conftest import CLI
 from memdir import Memdir
-from memdir.model import now
+from memdir.core.model import now
 
 PAST = now() - timedelta(days=300)
 LINT = "Always run the linter before committing"
@@ -343,8 +343,8 @@ def test_undo_never_writes_through_a_symlink_planted_since_the_plan(
 
 def test_only_the_newest_journals_are_kept(home: Path, repo: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    import memdir.history as history_module
-    from memdir.errors import MemoryNotFoundError
+    import memdir.upkeep.history as history_module
+    from memdir.core.errors import MemoryNotFoundError
 
     monkeypatch.setattr(history_module, "KEEP_JOURNALS", 2)
     folder = home / "history"

@@ -1,5 +1,5 @@
 """Usage counters survive lock contention: reads that cannot write their counts queue them in
-the home (memdir.usage_queue), the next write transaction applies them exactly once, and a
+the home (memdir.core.usage_queue), the next write transaction applies them exactly once, and a
 library user's stderr stays quiet. A real second process holds the write lock."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from memdir import Memdir
-from memdir.usage_queue import MAX_BYTES
+from memdir.core.usage_queue import MAX_BYTES
 
 HOLDER = textwrap.dedent("""
     import sqlite3, sys

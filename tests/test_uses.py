@@ -20,9 +20,11 @@ from hypothesis import strategies as st
 
 from hook_support import hooks_log, run_memdir
 from memdir import Memdir
-from memdir.ranking import active_strengths
-from memdir.search import strength  # where it always was (memdir.strength re-exported)
-from memdir.transcript import parse_transcript
+from memdir.capture.transcript import parse_transcript
+from memdir.retrieval.ranking import active_strengths
+from memdir.retrieval.search import (
+    strength,  # where it always was (memdir.core.strength re-exported)
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
 RESUMED = FIXTURES / "claude_code_resumed.jsonl"
@@ -59,7 +61,7 @@ def test_strength_stays_within_1_after_10000_accesses_and_100_reinforcements(
        weight=st.floats(0, 1), relevance=st.floats(0, 1), days=st.floats(-1e4, 1e6))
 def test_strength_is_in_0_1_whatever_the_counts(shown: int, uses: int, weight: float,
                                                 relevance: float, days: float) -> None:
-    from memdir.strength import BASE, boost, strength_of
+    from memdir.core.strength import BASE, boost, strength_of
 
     assert 0.0 <= strength_of(weight, 90.0, relevance, days, shown, uses) <= 1.0
     assert BASE <= boost(shown, uses) <= 1.0
@@ -67,7 +69,7 @@ def test_strength_is_in_0_1_whatever_the_counts(shown: int, uses: int, weight: f
 
 @given(shown=st.integers(0, 10**6), uses=st.integers(0, 10**6))
 def test_a_show_adds_less_than_a_use_and_both_saturate(shown: int, uses: int) -> None:
-    from memdir.strength import boost
+    from memdir.core.strength import boost
 
     now_ = boost(shown, uses)
     more_shown, more_used = boost(shown + 1, uses), boost(shown, uses + 1)
@@ -114,7 +116,7 @@ def _transcript(*turns: tuple[str, str]) -> object:
 
 
 def test_distinctive_terms_decide_and_echoes_of_the_user_do_not() -> None:
-    from memdir.uses import Injected, drawn_on
+    from memdir.capture.uses import Injected, drawn_on
 
     deploy = Injected("deploy", DEPLOY)
     database = Injected("db", DATABASE)
@@ -145,7 +147,7 @@ def test_distinctive_terms_decide_and_echoes_of_the_user_do_not() -> None:
 
 
 def test_words_two_injected_memories_share_tell_neither_apart() -> None:
-    from memdir.uses import Injected, drawn_on
+    from memdir.capture.uses import Injected, drawn_on
 
     a = Injected("a", "Grafana dashboards live in the observability repo")
     b = Injected("b", "Grafana alerts page the on-call engineer")
@@ -156,7 +158,7 @@ def test_words_two_injected_memories_share_tell_neither_apart() -> None:
 
 
 def test_only_what_the_agent_did_after_the_injection_counts() -> None:
-    from memdir.uses import Injected, drawn_on
+    from memdir.capture.uses import Injected, drawn_on
 
     at = datetime(2026, 11, 20, 9, 5, tzinfo=UTC)
     transcript = parse_transcript(RESUMED)

@@ -198,7 +198,7 @@ def test_a_memory_without_a_vector_ranks_by_words(store: Memdir, fake: CountingE
 
 
 def _table(md: Memdir, name: str) -> dict[tuple[str, str], Any]:
-    from memdir.embed import from_blob
+    from memdir.retrieval.embed import from_blob
 
     return {(r[0], r[1]): from_blob(r[2]) for r in md.index.conn.execute(
         "SELECT dir, file, vector FROM embeddings WHERE model = ?", (name,))}
@@ -213,7 +213,7 @@ def _matches_table(md: Memdir, name: str, matrix: Any) -> bool:
 
 def test_the_matrix_takes_only_the_rows_written_since(store: Memdir,
                                                        fake: CountingEmbedder) -> None:
-    from memdir.vector_index import vector_matrix
+    from memdir.retrieval.vector_index import vector_matrix
 
     keys = [d.key for d in store._dirs()]
     store.store_many(_items(4))
@@ -261,7 +261,7 @@ def test_the_matrix_takes_only_the_rows_written_since(store: Memdir,
 # The real server, with the model load held at a gate file: the test decides when it ends.
 GATED = """
 import os, sys, time
-import memdir.embed as embed
+import memdir.retrieval.embed as embed
 
 real = embed.load_embedder
 

@@ -8,7 +8,7 @@ them).
 
 from typing import TYPE_CHECKING, Any
 
-from memdir.errors import (
+from memdir.core.errors import (
     ConfigError,
     InvalidMemoryError,
     LLMError,
@@ -19,21 +19,26 @@ from memdir.errors import (
     SecretDetectedError,
     UnknownTypeError,
 )
+from memdir.core.model import Hit, Memory, Problem, Scope, Stats
+from memdir.core.taxonomy import PRESETS, Taxonomy, TypeSpec
 from memdir.memdir import Memdir
-from memdir.model import Hit, Memory, Problem, Scope, Stats
-from memdir.taxonomy import PRESETS, Taxonomy, TypeSpec
 
 if TYPE_CHECKING:
-    from memdir.agent import RecallPrefetch, build_memory_prompt_section, start_recall_prefetch
-    from memdir.context_format import Context, ContextItem, count_tokens
-    from memdir.recall import Recall, Recalled
+    from memdir.agents.agent import (
+        RecallPrefetch,
+        build_memory_prompt_section,
+        start_recall_prefetch,
+    )
+    from memdir.retrieval.context_format import Context, ContextItem, count_tokens
+    from memdir.retrieval.recall import Recall, Recalled
 
 # Imported on first use (PEP 562): a hook or CLI process pays only for what it runs.
 _LAZY = {
-    "Context": "memdir.context_format", "ContextItem": "memdir.context_format",
-    "count_tokens": "memdir.context_format", "Recall": "memdir.recall",
-    "Recalled": "memdir.recall", "RecallPrefetch": "memdir.agent",
-    "build_memory_prompt_section": "memdir.agent", "start_recall_prefetch": "memdir.agent",
+    "Context": "memdir.retrieval.context_format", "ContextItem": "memdir.retrieval.context_format",
+    "count_tokens": "memdir.retrieval.context_format", "Recall": "memdir.retrieval.recall",
+    "Recalled": "memdir.retrieval.recall", "RecallPrefetch": "memdir.agents.agent",
+    "build_memory_prompt_section": "memdir.agents.agent", "start_recall_prefetch":
+    "memdir.agents.agent",
 }
 
 

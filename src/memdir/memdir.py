@@ -3,13 +3,12 @@
 It resolves the memory directories in play (user, project, team) for a home and a project
 path, keeps the index in step with the files (reconcile before reads: at every call of a new
 instance, then at most once per ``sync_interval`` seconds of a long-lived one), and routes
-every write through :mod:`memdir.store`. It holds no state that the files and the index do
+every write through :mod:`memdir.core.store`. It holds no state that the files and the index do
 not, so any number of processes may use the same home at once.
 """
 
 from __future__ import annotations
 
-import builtins
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -17,34 +16,76 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memdir import store as st
-from memdir.arguments import checked_limit, scrub, scrub_all
-from memdir.capture import Capture
-from memdir.config import load_config, resolve_home
-from memdir.errors import InvalidMemoryError, MemoryNotFoundError, PathTraversalError
-from memdir.index import Index
-from memdir.injection import Injection
-from memdir.model import SCOPES, Hit, Memory, Problem, Scope, Stats, now, parse_time
-from memdir.paths import find_git_roots, project_key, real_join, safe_join
-from memdir.search import list_memories, run_search
-from memdir.taxonomy import get_taxonomy
-from memdir.team import Team
-from memdir.transfers import Transfers
-from memdir.upkeep import Upkeep
-from memdir.vectors import Vectors
+from memdir.capture import ops as capture_ops
+from memdir.core import store as st
+from memdir.core.arguments import checked_limit, scrub, scrub_all
+from memdir.core.config import load_config, resolve_home
+from memdir.core.errors import InvalidMemoryError, MemoryNotFoundError, PathTraversalError
+from memdir.core.index import Index
+from memdir.core.model import SCOPES, Hit, Memory, Scope, now, parse_time
+from memdir.core.paths import find_git_roots, project_key, real_join, safe_join
+from memdir.core.taxonomy import get_taxonomy
+from memdir.retrieval import injection, lookup, vectors
+from memdir.retrieval.search import run_search
+from memdir.team import ops as team_ops
+from memdir.upkeep import ops as upkeep_ops
+from memdir.upkeep import transfers
 
 if TYPE_CHECKING:
-    from memdir.llm import LLM
+    from memdir.llm.client import LLM
+    from memdir.retrieval.embed import Embedder
+    from memdir.team.remote import ServerClient, ServerSettings
 
 __all__ = ["Memdir"]
 
-Progress = Callable[[int, int], None]
 
-
-class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
+class Memdir:
     """Memory for one project, as seen from ``project`` (default: the working directory)."""
 
     kind = "sqlite"  # which store this is (HTTP /healthz; PostgresStore says "postgresql")
+    _semantic_on: bool | None = None  # resolved once (memdir.retrieval.vectors.semantic)
+    _data_version: int | None = None  # the index's PRAGMA data_version at the last search
+    _server_memo: tuple[ServerSettings | None] | None = None  # memdir.team.ops.server
+    _client_memo: ServerClient | None = None
+
+    # The facade's other methods are functions of the packages, bound here: one jump from a
+    # method to its code. Each takes the facade as its first argument.
+    # capture: how memories come in besides store (memdir/capture/ops.py)
+    index_session = capture_ops.index_session
+    extract = capture_ops.extract
+    onboarding = capture_ops.onboarding
+    write_user_profile = capture_ops.write_user_profile
+    episode = capture_ops.episode
+    procedure = capture_ops.procedure
+    procedure_run = capture_ops.procedure_run
+    record_uses = capture_ops.record_uses
+    # what is injected into the agent's prompt (memdir/retrieval/injection.py)
+    memory_index = injection.memory_index
+    context = injection.context
+    recall = injection.recall
+    recall_candidates = injection.recall_candidates
+    # vectors for semantic search (memdir/retrieval/vectors.py)
+    warm_vectors = vectors.warm_vectors
+    wait_for_vectors = vectors.wait_for_vectors
+    missing_vectors = vectors.missing_vectors
+    embed_memories = vectors.embed_memories
+    # upkeep (memdir/upkeep/ops.py) and moving memories (memdir/upkeep/transfers.py)
+    consolidate = upkeep_ops.consolidate
+    dream = upkeep_ops.dream
+    history = upkeep_ops.history
+    undo = upkeep_ops.undo
+    log = upkeep_ops.log
+    stats = upkeep_ops.stats
+    doctor = upkeep_ops.doctor
+    reindex = upkeep_ops.reindex
+    adopt_claude_code = transfers.adopt_claude_code
+    export = transfers.export
+    import_ = transfers.import_
+    clean = transfers.clean
+    # the team scope over the network (memdir/team/ops.py)
+    pull_team = team_ops.pull_team
+    team_status = team_ops.team_status
+    conflicts = team_ops.conflicts
 
     def __init__(self, home: str | Path | None = None, project: str | Path | None = None, *,
                  clock: Callable[[], datetime] | None = None, sync_interval: float = 1.0,
@@ -67,8 +108,24 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
         self._paths: dict[Scope, Path] = {
             "user": self.home / "user",
             "project": project_dir,
-            "team": self._team_path(),  # the team server's mirror when one is configured
+            "team": team_ops.team_path(self),  # the team server's mirror when one is configured
         }
+
+    @property
+    def semantic(self) -> bool:
+        """Whether searches here rank by meaning as well as words (the extra is needed)."""
+        return vectors.semantic(self)
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedding model (loaded on first use, once per process), or None when
+        semantic search is off."""
+        return vectors.embedder(self)
+
+    @property
+    def server(self) -> ServerSettings | None:
+        """The team server in use (MEMDIR_SERVER / ``[server] url``), or None."""
+        return team_ops.server(self)
 
     # -- directories -------------------------------------------------------------------------
 
@@ -100,16 +157,16 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
 
     def reconcile(self) -> bool:
         """Pick up files added, edited, renamed or deleted outside memdir. True if any."""
-        self._pull_if_due()  # the team server's mirror first (throttled; never raises)
+        team_ops.pull_if_due(self)  # the team server's mirror first (throttled; never raises)
         self.index.conn  # noqa: B018 -- opening it decides whether the home is read-only
         if self.index.read_only:
-            from memdir.readonly import sync
+            from memdir.core.readonly import sync
 
             changed = sync(self.index, self._dirs())
         else:
             changed = st.reconcile(self.index, self._dirs())
             if changed:  # files written elsewhere (an editor, git, the team mirror)
-                self._vectors_after_write()
+                vectors.after_write(self)
         self._last_sync = time.monotonic()
         return changed
 
@@ -125,8 +182,8 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
     # -- writing -----------------------------------------------------------------------------
 
     def _draft(self, content: str, scope: Scope, **kw: Any) -> Memory:
-        from memdir.dates import anchor_day  # write path only: keeps read commands light
-        from memdir.draft import draft
+        from memdir.core.dates import anchor_day  # write path only: keeps read commands light
+        from memdir.core.draft import draft
 
         mdir = self.directory(scope)
         stamp = self._clock()
@@ -145,7 +202,7 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
                              tags=tags, paths=paths, relevance=relevance, meta=meta,
                              source=source, context=context, date=date)
         self._sync()
-        return self._write_new(scope, [memory])[0]
+        return team_ops.write_new(self, scope, [memory])[0]
 
     def store_many(self, items: Iterable[Mapping[str, Any]]) -> list[Memory]:
         """Store many memories in one transaction per scope; all are validated first."""
@@ -164,7 +221,7 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
                 raise InvalidMemoryError(f"item {n}: {exc}", "use store()'s arguments") from None
             drafts.setdefault(scope, []).append((n, memory))
             count += 1
-        from memdir.placing import BULK  # write path only
+        from memdir.core.placing import BULK  # write path only
 
         if count < BULK:
             self._sync()
@@ -176,7 +233,7 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
         # indexes the edit.
         out: list[Memory | None] = [None] * count
         for scope, pairs in drafts.items():
-            stored = self._write_new(scope, [m for _, m in pairs])
+            stored = team_ops.write_new(self, scope, [m for _, m in pairs])
             for (n, _), memory in zip(pairs, stored, strict=True):
                 out[n] = memory
         return [m for m in out if m is not None]
@@ -205,9 +262,9 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
     def _modify(self, ref: str, change: Callable[[Memory], Memory], *,
                 rename: bool = False) -> Memory:
         found = self._find(ref)
-        changed = self._change(found, change, rename)  # the team server first, if any
-        self._vectors_after_write()  # an edited text needs its vector again
-        self._sweep_temps(always=False)  # temp files of killed writers (memdir.temp_files)
+        changed = team_ops.apply_change(self, found, change, rename)  # the team server first
+        vectors.after_write(self)  # an edited text needs its vector again
+        upkeep_ops.sweep_temps(self, always=False)  # temp files of killed writers
         return changed
 
     def _set(self, ref: str, **fields: Any) -> Memory:
@@ -231,7 +288,7 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
                meta: Mapping[str, Any] | None = None, reinforce: bool = False) -> Memory:
         """Change fields of a memory (id and file name stay). ``reinforce`` counts one more
         explicit reinforcement, which also resets its decay."""
-        from memdir.draft import revise
+        from memdir.core.draft import revise
 
         stamp = self._clock()
 
@@ -244,7 +301,7 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
 
     def reclassify(self, ref: str, type: str) -> Memory:
         """Move a memory to another type: new ``<type>_<slug>.md`` file, same id."""
-        from memdir.draft import relevance_of
+        from memdir.core.draft import relevance_of
 
         stamp = self._clock()
 
@@ -266,8 +323,8 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
     def delete(self, ref: str) -> Memory:
         """Delete the memory's file and its index rows. Prefer archive: it can be undone."""
         memory = self._find(ref)
-        self._remove(memory)
-        self._vectors_after_write()  # its vector goes too
+        team_ops.remove_memory(self, memory)
+        vectors.after_write(self)  # its vector goes too
         return memory
 
     # -- reading -----------------------------------------------------------------------------
@@ -277,7 +334,7 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
                include_archived: bool = False, paths: Sequence[str] | None = None,
                touch: bool = True, sources: Sequence[str] = ("memories",),
                mode: str = "auto", dates: bool = True) -> list[Hit]:
-        """Search ranked by score (:mod:`memdir.scale`). ``mode``: "fts" (BM25),
+        """Search ranked by score (:mod:`memdir.retrieval.scale`). ``mode``: "fts" (BM25),
         "hybrid" (BM25 and embeddings fused; FTS alone when the extra is missing) or "auto"
         (hybrid when semantic search is on). With "sessions" in ``sources``, indexed session
         chunks too (``hit.session`` says where from). ``dates=False``: a memory's days as
@@ -294,26 +351,26 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
         if mode not in ("auto", "fts", "hybrid"):
             raise InvalidMemoryError(f"unknown search mode {mode!r}", "use auto, fts or hybrid")
         # Never waits for the model in a process that loads it in the background: FTS alone
-        # until it is ready (memdir.vectors).
-        embedder = self._search_embedder() if mode != "fts" else None
-        kinds = self._types(types, dirs)
+        # until it is ready (memdir.retrieval.vectors).
+        embedder = vectors.search_embedder(self) if mode != "fts" else None
+        kinds = lookup.types_of(self, types, dirs)
         if "memories" not in sources:
             hits: list[Hit] = []
         elif embedder is not None:
-            from memdir.semantic import hybrid_search
-            from memdir.vector_worker import searching
+            from memdir.retrieval.semantic import hybrid_search
+            from memdir.retrieval.vector_worker import searching
 
             with searching():  # the worker starts no batch meanwhile
                 hits = hybrid_search(self.index, dirs, embedder, query, types=kinds, tags=tags,
                                      include_archived=include_archived, paths=paths,
                                      limit=limit, at=self._clock(), dates=dates)
-            self._vectors_after_search()  # vectors missing or stale: the worker fills them
+            vectors.after_search(self)  # vectors missing or stale: the worker fills them
         else:
             hits = run_search(self.index.conn, query, dirs, types=kinds, tags=tags,
                               include_archived=include_archived, paths=paths, limit=limit,
                               at=self._clock(), dates=dates)
         if "sessions" in sources:
-            from memdir.sessions import search_sessions
+            from memdir.capture.sessions import search_sessions
 
             project = [d.key for d in dirs if d.scope == "project"]
             hits = sorted([*hits, *search_sessions(self.index.conn, query, project,
@@ -323,40 +380,13 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
             self.index.touch(h.memory for h in hits)
         return hits
 
-    def _types(self, types: Sequence[str] | None, dirs: Sequence[st.MemoryDir]) -> list[str]:
-        if not types:
-            return []
-        out: list[str] = []
-        for given in types:
-            names = {spec.name for d in dirs if (spec := d.taxonomy.lookup(given))}
-            if not names:
-                self.directory("project").taxonomy.resolve(given)  # raises, listing the types
-            out.extend(sorted(names))
-        return out
-
-    def list(self, *, types: Sequence[str] | None = None, scopes: Sequence[Scope] | None = None,
-             tags: Sequence[str] | None = None, status: str = "active",
-             paths: Sequence[str] | None = None, limit: int | None = None,
-             order: str = "relevance") -> list[Memory]:
-        """Memories matching the filters; ``status`` is active, archived or all."""
-        if limit is not None:
-            limit = checked_limit(limit)
-        tags = scrub_all(tags)
-        self._sync()
-        dirs = self._dirs(scopes)
-        return list_memories(self.index, dirs, types=self._types(types, dirs), tags=tags,
-                             status=status, paths=paths, limit=limit, order=order)
-
-    def recent(self, n: int = 10, **filters: Any) -> builtins.list[Memory]:
-        return self.list(limit=n, order="recent", **filters)
-
     @property
     def llm(self) -> LLM:
         """The configured LLM (``[llm]`` in config.toml, ``MEMDIR_LLM``...); never raises on use."""
         if self._llm is None:
-            from memdir.errors import ConfigError, warn
-            from memdir.ledger import Ledger
-            from memdir.llm import LLM, llm_settings
+            from memdir.core.errors import ConfigError, warn
+            from memdir.llm.client import LLM, llm_settings
+            from memdir.llm.ledger import Ledger
 
             try:
                 self._llm = LLM.from_settings(llm_settings(self.home), Ledger(self.index))
@@ -365,25 +395,6 @@ class Memdir(Capture, Injection, Upkeep, Vectors, Transfers, Team):
                 self._llm = LLM(None)
         return self._llm
 
-    def stats(self) -> Stats:
-        from memdir.report import stats
-
-        self._sync()
-        return stats(self, self._dirs())
-
-    def doctor(self) -> builtins.list[Problem]:
-        from memdir.report import doctor
-
-        self._sync()
-        return doctor(self, self._dirs())
-
-    def reindex(self, progress: Progress | None = None, *, embeddings: bool = False) -> int:
-        """Rebuild the index rows of the directories in play from their files alone (and
-        with ``embeddings``, their vectors)."""
-        self._sweep_temps()  # memdir's temp files left by killed writers (temp_files.py)
-        count = st.reindex(self.index, self._dirs(), progress)
-        self._last_sync = time.monotonic()
-        if embeddings:
-            self.embed_memories(progress)
-        return count
-
+    # listing (memdir/retrieval/lookup.py); last, since ``list`` shadows the builtin in here
+    list = lookup.list_
+    recent = lookup.recent

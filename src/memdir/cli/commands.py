@@ -10,12 +10,12 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memdir.cli import hooks_cli, render, serve_cli, team_cli
-from memdir.errors import InvalidMemoryError
+from memdir.core.errors import InvalidMemoryError
+from memdir.core.model import Hit, Memory
 from memdir.memdir import Memdir
-from memdir.model import Hit, Memory
 
 if TYPE_CHECKING:
-    from memdir.postgres import PostgresStore
+    from memdir.team.postgres import PostgresStore
 
 __all__ = ["run"]
 
@@ -174,7 +174,7 @@ def cmd_reindex(md: Memdir, args: argparse.Namespace) -> None:
 
 
 def cmd_doctor(md: Memdir, args: argparse.Namespace) -> int:
-    from memdir.report import NOTICES
+    from memdir.upkeep.report import NOTICES
 
     found = md.doctor()
     _emit(args, [p.to_dict() for p in found], render.problems(found))
@@ -195,7 +195,7 @@ def cmd_types(md: Memdir, args: argparse.Namespace) -> None:
 
 
 def cmd_export(md: Memdir | PostgresStore, args: argparse.Namespace) -> None:
-    from memdir.transfer import export_memories
+    from memdir.upkeep.transfer import export_memories
 
     fmt = args.format or ("jsonl" if args.dest == "-" or args.dest.endswith(".jsonl")
                           else "markdown")
@@ -206,7 +206,7 @@ def cmd_export(md: Memdir | PostgresStore, args: argparse.Namespace) -> None:
 
 
 def cmd_import(md: Memdir | PostgresStore, args: argparse.Namespace) -> int:
-    from memdir.transfer import import_memories
+    from memdir.upkeep.transfer import import_memories
 
     report = import_memories(md, args.src, scope=args.scope)
     lines = [f"imported {len(report.imported)}, skipped {len(report.skipped)}, "
@@ -251,7 +251,7 @@ def _transcript_file(args: argparse.Namespace) -> Any:
     file already read, plain text allowed."""
     if getattr(args, "format", "auto") != "text":
         return args.transcript
-    from memdir.transcript import parse_transcript
+    from memdir.capture.transcript import parse_transcript
 
     return parse_transcript(args.transcript, format="text")
 
@@ -264,7 +264,7 @@ def cmd_index_session(md: Memdir, args: argparse.Namespace) -> None:
 
 def cmd_extract(md: Memdir, args: argparse.Namespace) -> None:
     if args.transcript == "-":
-        from memdir.transcript import parse_text
+        from memdir.capture.transcript import parse_text
 
         source: Any = parse_text(sys.stdin.read())
     else:
@@ -286,7 +286,7 @@ def cmd_onboard(md: Memdir, args: argparse.Namespace) -> None:
 
 
 def cmd_consolidate(md: Memdir, args: argparse.Namespace) -> None:
-    from memdir.conflicts import RESOLVE
+    from memdir.upkeep.conflicts import RESOLVE
 
     result = md.consolidate(dry_run=not args.yes or args.dry_run)
     changes = [op for op in result.operations if op.op != "conflict"]
@@ -351,18 +351,18 @@ def run(args: argparse.Namespace) -> int:
     if args.command == "serve":  # the server owns its stores, one per thread
         return serve_cli.run(args)
     if args.command == "daemon":
-        from memdir.config import resolve_home
-        from memdir.daemon import serve as serve_daemon
+        from memdir.agents.daemon import serve as serve_daemon
+        from memdir.core.config import resolve_home
 
         return serve_daemon(resolve_home(args.home), idle=args.idle)
     if getattr(args, "database", None) and args.command in ("export", "import"):
-        from memdir.postgres import PostgresStore  # psycopg: only when a database is named
+        from memdir.team.postgres import PostgresStore  # psycopg: only when a database is named
 
         with PostgresStore(args.database) as store:
             done = (cmd_export if args.command == "export" else cmd_import)(store, args)
         return done if isinstance(done, int) else 0
     if args.command == "mcp":  # the server owns its Memdir and its stdout
-        from memdir.mcp_server import main as serve
+        from memdir.agents.mcp_server import main as serve
 
         serve(home=args.home, project=args.project)
         return 0

@@ -1,11 +1,11 @@
 """``memdir hooks install|uninstall|status``: the agent set-up commands of the CLI; and the
 parser of ``memdir hook EVENT`` (what the installed hooks run), for its ``--help``.
 
-Invariants: ``memdir hook`` itself runs without argparse (:func:`memdir.hooks.hook_main`);
+Invariants: ``memdir hook`` itself runs without argparse (:func:`memdir.agents.hooks.hook_main`);
 its parser here only answers ``--help``, and :data:`HOOK_EVENTS` names the same events as
-:data:`memdir.hooks.EVENTS` (a test checks) without importing that module. The work of
-``hooks`` is :mod:`memdir.hooks_install`'s; this module parses, prints text or
-(``--json``) one JSON document, and lets :class:`~memdir.errors.MemdirError` through for the
+:data:`memdir.agents.hooks.EVENTS` (a test checks) without importing that module. The work of
+``hooks`` is :mod:`memdir.agents.hooks_install`'s; this module parses, prints text or
+(``--json``) one JSON document, and lets :class:`~memdir.core.errors.MemdirError` through for the
 CLI to show. ``install`` also prints MCP snippets for the agents memdir does not edit itself
 (Gemini CLI, Cursor, Continue), unless the mcp extra is missing (then no server is
 registered or printed, and the notes say how to add it). The hooks and the server carry
@@ -22,9 +22,9 @@ from typing import Any
 
 __all__ = ["HOOK_EVENTS", "add_hook_parser", "add_parser", "run", "snippets"]
 
-AGENTS = ("claude-code", "codex")  # memdir.hooks_install.AGENTS, without importing it here
+AGENTS = ("claude-code", "codex")  # memdir.agents.hooks_install.AGENTS, without importing it here
 
-# memdir.hooks.EVENTS, in order, with what each does.
+# memdir.agents.hooks.EVENTS, in order, with what each does.
 HOOK_EVENTS = (
     ("session-start", "print the session-start context (onboarding if no memories)"),
     ("prompt", "print the memories to add for this prompt, once per session"),
@@ -127,7 +127,7 @@ def _status_text(data: dict[str, Any]) -> str:
     mcp = ("registered" if data["mcp_current"] else "registered, out of date"
            if data["mcp_registered"] else "not registered")
     if not data["mcp_available"]:
-        from memdir.extras import pip_command
+        from memdir.core.extras import pip_command
 
         mcp += ("; the mcp extra is not installed, so it cannot run: "
                 f"{pip_command('mcp')} adds it")
@@ -137,7 +137,7 @@ def _status_text(data: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``memdir hooks ACTION``; the exit status."""
-    from memdir import hooks_install
+    from memdir.agents import hooks_install
 
     project = Path(args.project).expanduser() if getattr(args, "project", None) else None
     home = hooks_install.carried_home(args.home)  # --home / $MEMDIR_HOME, when not implied

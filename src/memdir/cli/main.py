@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from memdir.cli.parser import COMMON_FLAGS, COMMON_VALUED, build_parser
-from memdir.errors import MemdirError
+from memdir.core.errors import MemdirError
 
 __all__ = ["build_parser", "main", "run"]
 
@@ -48,8 +48,8 @@ def _command_at(given: list[str]) -> int:
 
 
 def _hook_args(given: list[str]) -> list[str] | None:
-    """The arguments for :func:`memdir.hooks.hook_main` when the command is ``hook``, with the
-    options before it (``memdir --home DIR hook prompt``); None for any other command."""
+    """The arguments for :func:`memdir.agents.hooks.hook_main` when the command is ``hook``, with
+    the options before it (``memdir --home DIR hook prompt``); None for any other command."""
     at = _command_at(given)
     if given[at:at + 1] != ["hook"]:
         return None
@@ -71,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     hook_args = _hook_args(given)
     if hook_args is not None and not {"-h", "--help"} & set(hook_args):
         # agent hooks: no argparse, never a non-zero exit (argparse only answers --help)
-        from memdir.hooks import hook_main
+        from memdir.agents.hooks import hook_main
 
         return hook_main(hook_args)
     at = _command_at(given)
@@ -103,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except Exception as exc:
         if isinstance(exc, ModuleNotFoundError):  # an extra not installed: say which
-            from memdir.extras import from_import_error
+            from memdir.core.extras import from_import_error
 
             extra = from_import_error(exc, f"memdir {args.command}")
             if extra is not None:

@@ -3,7 +3,7 @@
 Machine output (``--json``) never comes from here: it is the ``to_dict`` of the values.
 
 Invariant: every memory text shown here (names, descriptions, bodies, tags, meta, file
-names) passes :func:`memdir.neutralise.neutralise`: an agent reads this output too (it runs
+names) passes :func:`memdir.core.neutralise.neutralise`: an agent reads this output too (it runs
 ``memdir search`` or ``memdir get`` in a shell), so no tag written into stored text comes out
 as one. ``--json`` keeps the text exactly as written. Control and bidi characters are
 escaped visibly first (:mod:`memdir.cli.terminal`), so they show as ``\\x1b``, not vanish.
@@ -19,13 +19,13 @@ from datetime import datetime
 from typing import TYPE_CHECKING, TextIO
 
 from memdir.cli.terminal import escape
-from memdir.context_format import one_line
-from memdir.model import Hit, Memory, Problem, Stats, format_time
-from memdir.neutralise import neutralise
-from memdir.usefulness import NEVER_USED_AFTER, Counts, Usefulness
+from memdir.core.model import Hit, Memory, Problem, Stats, format_time
+from memdir.core.neutralise import neutralise
+from memdir.core.usefulness import NEVER_USED_AFTER, Counts, Usefulness
+from memdir.retrieval.context_format import one_line
 
 if TYPE_CHECKING:
-    from memdir.extract import ExtractReport
+    from memdir.capture.extract import ExtractReport
 
 __all__ = ["Progress", "grouped", "hits_table", "memories_table", "memory_full", "problems",
            "stats_text", "usefulness_lines"]
@@ -169,7 +169,7 @@ def _ratio(counts: Counts) -> str:
 
 
 def usefulness_lines(use: Usefulness) -> list[str]:
-    """How useful injected memories were (memdir.usefulness), for ``memdir stats``."""
+    """How useful injected memories were (memdir.core.usefulness), for ``memdir stats``."""
     total = use.total
     lines = [f"usefulness: {total.used} of {total.injected} injections used "
              f"({_ratio(total)}); shown {total.shown} times in all"]

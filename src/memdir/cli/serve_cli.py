@@ -11,7 +11,7 @@ Invariants:
 - Authentication is on unless ``--no-token``. Binding to a non-loopback address prints a
   warning; doing so without a token prints a louder one (the server still starts: the user
   asked for it, e.g. inside a private network or behind an authenticating proxy).
-- Connections are handled by :mod:`memdir.server.protocol`: uvicorn's own error answers in
+- Connections are handled by :mod:`memdir.team.server.protocol`: uvicorn's own error answers in
   the API's JSON shape, and a request must arrive whole within ``--request-timeout``.
 - The URL of the web page, with the token in its ``#token=`` fragment (never sent to the
   server), goes to stderr at start.
@@ -29,7 +29,7 @@ __all__ = ["add_parser", "run"]
 
 DEFAULT_PORT = 8765
 DEFAULT_MAX_BODY = 1 << 20
-DEFAULT_REQUEST_TIMEOUT = 30.0  # memdir.server.protocol's (not imported: it imports uvicorn)
+DEFAULT_REQUEST_TIMEOUT = 30.0  # memdir.team.server.protocol's (not imported: it imports uvicorn)
 
 
 def add_parser(sub: argparse._SubParsersAction[Any], common: argparse.ArgumentParser) -> None:
@@ -67,7 +67,7 @@ def _warn(text: str) -> None:
 def _factory(args: argparse.Namespace, home: Path) -> tuple[Any, str]:
     """The store factory and the store's kind; one store is opened now to fail fast."""
     if args.database:
-        from memdir.postgres import PostgresStore
+        from memdir.team.postgres import PostgresStore
 
         dsn: str = args.database
 
@@ -97,10 +97,10 @@ def _browser_host(host: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from memdir.config import resolve_home
-    from memdir.errors import ConfigError
-    from memdir.extras import require
-    from memdir.server.auth import is_loopback, load_or_create_token
+    from memdir.core.config import resolve_home
+    from memdir.core.errors import ConfigError
+    from memdir.core.extras import require
+    from memdir.team.server.auth import is_loopback, load_or_create_token
 
     home = resolve_home(args.home)
     if args.show_token:
@@ -124,8 +124,8 @@ def run(args: argparse.Namespace) -> int:
 
     import uvicorn
 
-    from memdir.server.app import create_app
-    from memdir.server.protocol import protocol_class
+    from memdir.team.server.app import create_app
+    from memdir.team.server.protocol import protocol_class
 
     app = create_app(factory, token=token, max_body=args.max_body, kind=kind,
                      log_dir=home / "logs", threads=args.threads)

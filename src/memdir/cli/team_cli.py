@@ -2,7 +2,7 @@
 
 Invariants: the work is the facade's (:meth:`memdir.Memdir.pull_team`,
 :meth:`memdir.Memdir.team_status`); this module parses, prints text or (``--json``) one JSON
-document, and lets :class:`~memdir.errors.MemdirError` through for the CLI to show. ``pull``
+document, and lets :class:`~memdir.core.errors.MemdirError` through for the CLI to show. ``pull``
 always asks the server (no throttle) and fails with a hint when it cannot; ``status`` exits 1
 when a configured server does not answer. Nothing is imported at start-up beyond argparse.
 """
@@ -38,7 +38,7 @@ def add_parser(sub: argparse._SubParsersAction[Any], common: argparse.ArgumentPa
 
 
 def _pull(md: Memdir, args: argparse.Namespace) -> int:
-    from memdir.errors import ServerError
+    from memdir.core.errors import ServerError
 
     if md.server is None:
         raise ServerError(_NO_SERVER, _SET_SERVER)

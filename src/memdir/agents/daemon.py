@@ -1,0 +1,343 @@
+"""A warm memdir for hooks: the embedding model loaded once, recall served over a Unix socket.
+
+Loading the model costs about 0.4 s, far too much for a hook that runs on every prompt. The
+daemon (``memdir daemon``) keeps it loaded and answers hook requests; a hook that finds no
+daemon recalls with FTS in its own process and starts one for next time (when the ``embed``
+extra is installed and ``MEMDIR_DAEMON`` is not ``0``). The daemon exits after
+``IDLE_SECONDS`` without a request.
+
+The model loads in the background at start-up (requests answered meanwhile recall with FTS
+alone), and the background worker (:mod:`memdir.retrieval.vector_worker`) embeds the memories that
+lack a vector: woken by each request's search, and every ``IDLE_CHECK`` seconds while nobody
+asks (files stored by hooks in other processes), yielding to requests.
+
+Protocol: one JSON object per line each way.
+``{"op": "ping"}`` -> ``{"ok": true, "pid": ..., "model": true once the model is loaded}``;
+``{"op": "candidates", "project": PATH, "prompt": TEXT, "session_id": ID, "limit": N}`` ->
+``{"ok": true, "method": ..., "limit": N, "session_bytes": N, "skipped": null or why,
+"candidates": [[dir, id], ...]}``, best first; errors -> ``{"ok": false, "error": message,
+"hint": hint}``. A request may name its ``"home"``: a daemon serving another one refuses it.
+
+Invariants:
+- One daemon per home: the socket is bound exclusively; a socket file nobody answers on is
+  stale and is replaced.
+- The daemon selects and claims nothing: the hook claims what it injects
+  (:func:`memdir.retrieval.recall.deliver`), in the index's session state under the write lock. A
+  hook that stopped waiting (``DAEMON_WAIT``) and recalled by itself is not contradicted by
+  an answer the daemon computes later.
+- Requests are served one at a time (each is a few milliseconds of SQLite and one small
+  model call), so one ``Memdir`` per project is never used from two threads.
+- The socket is only reachable by the user (0600 in a 0700 directory).
+- Nobody else can stand in for the daemon: the temp dir is shared, so another local user can
+  create ``memdir-<uid>`` first and listen there. Hooks and the daemon use the directory only
+  if it is a real directory (not a symlink) of this user that nobody else may enter
+  (:func:`_private_dir`), and a hook talks only to a peer of its own uid (``SO_PEERCRED``,
+  where the platform has it). Otherwise they warn and go without the daemon.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import socket
+
+    from memdir.memdir import Memdir
+
+__all__ = ["IDLE_SECONDS", "ask", "serve", "socket_path", "start_daemon"]
+
+IDLE_SECONDS = 900.0
+IDLE_CHECK = 2.0  # seconds between looks for memories without a vector while nobody asks
+_MAX_REQUEST = 1 << 20
+
+
+def socket_path(home: Path) -> Path:
+    """The daemon's socket for a home. Unix socket paths are short (about 100 bytes), so it
+    lives in a private directory under the temp dir ($TMPDIR, else /tmp), named after the
+    home directory's device and inode numbers: the same however the home is spelled, and
+    free to compute. A prompt hook asks this first, every time; hashing the path and
+    ``tempfile.gettempdir`` would import hashlib and tempfile, 10 ms. Inode numbers are
+    reused, so every request names its home and the daemon checks it (:func:`_handle`)."""
+    try:
+        st = os.stat(home)
+        name = f"{st.st_dev:x}-{st.st_ino:x}"
+    except OSError:
+        name = "no-home"  # nothing can serve a home that does not exist: never bound
+    root = next((v for v in (os.environ.get(k) for k in ("TMPDIR", "TEMP", "TMP")) if v),
+                "/tmp")
+    return Path(root) / f"memdir-{os.getuid()}" / f"{name}.sock"
+
+
+_warned: set[str] = set()  # one warning per directory and process, not one per call
+
+
+def _private_dir(directory: Path, make_parents: bool = False) -> bool:
+    """True if ``directory`` is fit to hold the daemon's socket: a real directory (not a
+    symlink) owned by this user, with no permission for group or others. Made (0700) when
+    missing, so that nobody else can take the name later; checked again after, whatever the
+    umask did or whoever won a race. Otherwise False and a warning saying how to fix it.
+    A missing temp dir ($TMPDIR may name one) is made with ``make_parents``, else it means
+    quietly that no daemon listens there."""
+    try:
+        st = os.lstat(directory)
+    except FileNotFoundError:
+        if make_parents:
+            with contextlib.suppress(OSError):  # if it fails, so does the mkdir below
+                directory.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.mkdir(directory, 0o700)
+        except FileExistsError:
+            pass  # made meanwhile, perhaps by someone else: checked below
+        except FileNotFoundError:
+            if not make_parents:
+                return False  # no temp dir: no daemon either
+            return _refuse(directory, "the temp dir it lives in cannot be made",
+                           "check $TMPDIR (else /tmp)")
+        except OSError as exc:
+            return _refuse(directory, f"it cannot be made ({exc.strerror or exc})",
+                           "check that the temp dir ($TMPDIR, else /tmp) exists and is writable")
+        try:
+            st = os.lstat(directory)
+        except OSError as exc:
+            return _refuse(directory, f"it cannot be read ({exc.strerror or exc})",
+                           "check the temp dir ($TMPDIR, else /tmp)")
+    except OSError as exc:
+        return _refuse(directory, f"it cannot be read ({exc.strerror or exc})",
+                       "check the temp dir ($TMPDIR, else /tmp)")
+    import stat
+
+    if not stat.S_ISDIR(st.st_mode):
+        kind = "a symlink" if stat.S_ISLNK(st.st_mode) else "not a directory"
+        return _refuse(directory, f"it is {kind}", f"remove {directory}")
+    if st.st_uid != os.getuid():
+        return _refuse(directory, f"it is owned by uid {st.st_uid}, not by you "
+                       f"(uid {os.getuid()})",
+                       f"remove {directory} (as its owner or root); memdir makes it again")
+    if st.st_mode & 0o077:
+        return _refuse(directory, f"others may use it (mode {st.st_mode & 0o777:o})",
+                       f"run `chmod 700 {directory}`")
+    return True
+
+
+def _refuse(directory: Path, problem: str, fix: str) -> bool:
+    if str(directory) not in _warned:
+        _warned.add(str(directory))
+        from memdir.core.errors import warn
+
+        warn("memdir: the recall daemon is not used: its socket directory %s is unsafe: %s. "
+             "hint: %s", directory, problem, fix)
+    return False
+
+
+def _peer_is_me(conn: socket.socket) -> bool:
+    """True if the process at the other end of ``conn`` runs as this user (Linux:
+    ``SO_PEERCRED``). Where the platform cannot tell, the private directory is the guard."""
+    import socket
+
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return True
+    import struct
+
+    try:
+        raw = conn.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
+        _pid, uid, _gid = struct.unpack("iII", raw)
+    except (OSError, struct.error):
+        return False
+    return bool(uid == os.getuid())
+
+
+def _readline(conn: socket.socket, deadline: float) -> bytes:
+    data = b""
+    while not data.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        if left <= 0 or len(data) > _MAX_REQUEST:
+            raise TimeoutError("no complete line in time")
+        conn.settimeout(left)
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def ask(home: Path, request: dict[str, Any], timeout: float = 2.0) -> dict[str, Any] | None:
+    """The daemon's answer, or None when there is no daemon, it did not answer in time, or
+    what listens is not safely ours (an unsafe socket directory, warned; a peer of another
+    user): then the request, which holds the prompt, is never sent."""
+    path = socket_path(home)
+    if not _private_dir(path.parent) or not path.exists():
+        return None
+    import socket  # only when a daemon may be listening: ~5 ms
+
+    request = {**request, "home": str(home)}  # the daemon checks it serves this very home
+
+    deadline = time.monotonic() + timeout
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(min(0.2, timeout))
+            conn.connect(str(path))
+            if not _peer_is_me(conn):  # someone else listens there: never send the prompt
+                return None
+            conn.sendall(json.dumps(request).encode() + b"\n")
+            answer = json.loads(_readline(conn, deadline) or b"null")
+    except (OSError, ValueError, TimeoutError):
+        return None
+    return answer if isinstance(answer, dict) else None
+
+
+def start_daemon(home: Path) -> bool:
+    """Start a daemon for ``home`` in the background, if it makes sense; True if started."""
+    if os.environ.get("MEMDIR_DAEMON", "").strip().lower() in ("0", "off", "false", "no"):
+        return False
+    from memdir.retrieval.embed import available
+
+    if not available() or ask(home, {"op": "ping"}, timeout=0.3) is not None:
+        return False
+    if not _private_dir(socket_path(home).parent, make_parents=True):
+        return False  # it would refuse to bind there (warned)
+    import subprocess
+
+    subprocess.Popen([sys.executable, "-m", "memdir", "daemon", "--home", str(home)],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+    return True
+
+
+def _handle(request: Any, home: Path, stores: dict[str, Memdir]) -> dict[str, Any]:
+    from memdir.core.errors import MemdirError
+    from memdir.memdir import Memdir
+
+    if not isinstance(request, dict):
+        return {"ok": False, "error": "the request is not a JSON object",
+                "hint": "send one JSON object per line"}
+    if "home" in request and not _same_dir(str(request["home"]), home):
+        # The socket is named by the home's inode: a home deleted and made again can get the
+        # number of one this daemon still serves. Never answer for another home.
+        return {"ok": False, "error": f"this daemon serves {home}, not {request['home']}",
+                "hint": "it exits when idle; recall runs in the hook meanwhile"}
+    if request.get("op") == "ping":
+        from memdir.retrieval.vector_worker import model
+
+        return {"ok": True, "pid": os.getpid(), "model": model(wait=False) is not None}
+    if request.get("op") != "candidates":
+        return {"ok": False, "error": f"unknown op {request.get('op')!r}",
+                "hint": "use ping or candidates"}
+    project = str(request.get("project") or "")
+    limit = request.get("limit") or 5
+    if not isinstance(limit, int):
+        return {"ok": False, "error": f"limit must be a number, not {limit!r}",
+                "hint": "send an integer limit from 1 to 5, or none"}
+    try:
+        md = stores.get(project)
+        if md is None:
+            md = stores[project] = Memdir(home=home, project=project or None, semantic=True)
+        chosen = md.recall_candidates(str(request.get("prompt") or ""),
+                                      str(request.get("session_id")),
+                                      limit=limit)
+    except MemdirError as exc:
+        return {"ok": False, "error": exc.message, "hint": exc.hint}
+    return {"ok": True, "method": chosen.method, "limit": chosen.limit,
+            "session_bytes": chosen.session_bytes, "skipped": chosen.skipped,
+            "candidates": [[str(m.path.parent), m.id] for m in chosen.memories if m.path]}
+
+
+def _same_dir(a: str, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # either is gone
+        return False
+
+
+def _look(md: Memdir) -> None:
+    """Wake the worker for a store whose index changed (memories stored by hooks, which do
+    not embed): the worker fills in the background. Never raises: the daemon stays up."""
+    from memdir.retrieval import vectors
+
+    try:
+        vectors.after_search(md)
+    except Exception as exc:  # a locked or vanished index: the next look, or a request
+        from memdir.core.errors import note
+
+        note("memdir daemon: vectors not looked at: %s", exc)
+
+
+def _bind(path: Path) -> socket.socket | None:
+    import socket
+
+    if not _private_dir(path.parent):  # checked by serve too; never bind anywhere else
+        return None
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        server.bind(str(path))
+    except OSError:
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.settimeout(0.5)
+            probe.connect(str(path))
+            server.close()
+            return None  # a live daemon answers there already
+        except OSError:
+            with contextlib.suppress(OSError):
+                path.unlink()  # stale: its daemon is gone
+            server.bind(str(path))
+        finally:
+            probe.close()
+    os.chmod(path, 0o600)
+    server.listen(16)
+    return server
+
+
+def serve(home: Path, idle: float = IDLE_SECONDS) -> int:
+    """Serve until ``idle`` seconds pass without a request. 0 when done (or another daemon
+    already serves this home); 1 when the socket's directory is unsafe (warned)."""
+    import signal
+    import threading
+
+    from memdir.retrieval.vector_worker import start_loading
+
+    home.mkdir(parents=True, exist_ok=True)  # its inode names the socket
+    path = socket_path(home)
+    if not _private_dir(path.parent, make_parents=True):
+        return 1
+    server = _bind(path)
+    if server is None:
+        return 0
+    if threading.current_thread() is threading.main_thread():
+        # A polite stop (SIGTERM) still removes the socket: leave through the finally below.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    start_loading()  # in the background: the first requests recall with FTS meanwhile
+    stores: dict[str, Memdir] = {}
+    last = time.monotonic()
+    try:
+        while time.monotonic() - last < idle:
+            wait = max(0.05, idle - (time.monotonic() - last))
+            server.settimeout(min(wait, IDLE_CHECK) if stores else wait)
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                for md in stores.values():
+                    _look(md)
+                continue
+            last = time.monotonic()
+            with conn:
+                try:
+                    request = json.loads(_readline(conn, time.monotonic() + 5) or b"null")
+                except (ValueError, TimeoutError, OSError):
+                    request = None
+                answer = _handle(request, home, stores)
+                with contextlib.suppress(OSError):
+                    conn.sendall(json.dumps(answer).encode() + b"\n")
+    finally:
+        server.close()
+        with contextlib.suppress(OSError):
+            path.unlink()
+        for md in stores.values():
+            md.close()
+    return 0

@@ -1,0 +1,332 @@
+"""Consolidation (seed 002): a plan of operations with reasons, then applied through the facade.
+
+Operations, in the order they are planned:
+- ``merge``: near-duplicates of one type in one scope (:func:`near_duplicate`, each member a
+  near-duplicate of every other) become one memory: the strongest keeps its text and gets
+  the union of tags, the highest relevance, the summed reinforcements and the earliest
+  ``created``; the others are archived with ``superseded_by`` pointing at it.
+- ``conflict``: two memories of one type in one scope that disagree
+  (:func:`memdir.upkeep.conflicts.conflicting_pairs`: "pnpm over npm" / "npm over pnpm", "enable" /
+  "disable", "Postgres 15" / "16"), the older first, with the reason. Applying it changes
+  nothing: rules never merge or archive either of them (not even when weak), a person or a
+  model decides.
+- ``archive``: memories whose strength fell below ``ARCHIVE_STRENGTH`` (0.05). Archived
+  memories stay searchable with ``include_archived`` and are never injected.
+- ``promote``: memories reinforced at least ``PROMOTE_AFTER`` (3) times since their last
+  promotion move one relevance step up.
+- ``dates``: relative dates ("next Thursday") left in memories written before that rule
+  existed are made absolute, counted from the day the memory was created.
+- with an LLM configured (``llm`` given and available, :mod:`memdir.upkeep.consolidate_llm`): each
+  merge's wording is written by the model (keeping every fact); the conflicts, then other
+  related pairs, are put to it, and a pair becomes ``supersede`` (the older archived with
+  ``superseded_by`` the newer) only when the model says they contradict and the newer
+  replaces the older, with its reason in the plan. Otherwise a conflict stays reported.
+  Without a model, or when its answer is unusable, rules only.
+- ``gather``: new lines of the daily logs (:mod:`memdir.upkeep.logs`) become memories: one episode
+  per day's new lines, plus what rule extraction finds in them (preferences, corrections,
+  constraints); the lines are then marked consumed (the logs are never edited).
+
+Invariants:
+- Planning reads only; ``dry_run`` never writes.
+- Nothing is deleted: every change is an update or an archive through the facade, so the
+  write-time rules hold and every step can be reversed (``restore``, the history log).
+- A plan is applied write-ahead (:mod:`memdir.upkeep.history`): its begin record and the
+  before-image of every file it changes are on disk before the file changes, and a complete
+  record follows the last change; :func:`undo_last` puts the files back, also after a kill
+  half-way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from memdir.core.dates import absolutize_dates, anchor_day
+from memdir.core.model import RELEVANCE_WORDS, Memory, Scope, format_time
+from memdir.retrieval.search import strength
+from memdir.retrieval.similarity import similarity
+from memdir.upkeep.claims import disagreement, read, reordered
+from memdir.upkeep.conflicts import Conflict, conflicting_pairs
+from memdir.upkeep.history import history, undo_last
+
+if TYPE_CHECKING:
+    from memdir.llm.client import LLM
+    from memdir.memdir import Memdir
+
+__all__ = ["ARCHIVE_STRENGTH", "MERGE_SIMILARITY", "PROMOTE_AFTER", "Operation", "Plan",
+           "apply_plan", "conflict_operation", "history", "near_duplicate", "plan", "undo_last"]
+
+# Seed 002 archives below 0.1 with a usage factor of 1 for a memory never used; memdir's
+# bounded boost gives such a memory BASE (0.5), so 0.1 × BASE archives it at the same age
+# (type weight × relevance × decay below 0.1), and a memory the agent uses lives longer.
+ARCHIVE_STRENGTH = 0.05
+# Measured on the labelled pairs of tests/data/near_duplicates.jsonl (bench/merge.py, the
+# table in docs/benchmarks.md): word overlap alone never reaches 0.9 precision (it cannot
+# see "Postgres 15" vs "16", "do" vs "don't", "pnpm over npm" vs "npm over pnpm"), and
+# embeddings score such pairs 0.9+ too. Overlap >= 0.5 plus the guards of near_duplicate
+# merges no different facts: a missed merge costs little, a wrong one loses a fact.
+MERGE_SIMILARITY = 0.5
+_NUMBER = re.compile(r"\d+(?:[.:,]\d+)*")
+_NEGATION = re.compile(r"\b(?:not|no|never|don't|dont|doesn't|isn't|without|disable\w*)\b")
+# Where an added number is an aside, not a new fact: brackets, dates, years.
+_ASIDE = re.compile(r"\([^)]*\)|\b\d{4}-\d{2}-\d{2}\b|\b(?:19|20)\d{2}\b")
+PROMOTE_AFTER = 3
+_STEPS = sorted(set(RELEVANCE_WORDS.values()))
+OpKind = Literal["merge", "archive", "promote", "dates", "gather", "supersede", "conflict"]
+
+
+@dataclass(frozen=True)
+class Operation:
+    op: OpKind
+    reason: str
+    memories: tuple[str, ...]  # ids; for a merge the first one is kept
+    scope: Scope
+    changes: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"op": self.op, "reason": self.reason, "memories": list(self.memories),
+                "scope": self.scope, "changes": self.changes}
+
+
+@dataclass(frozen=True)
+class Plan:
+    operations: tuple[Operation, ...]
+    applied: bool = False
+
+    @property
+    def conflicts(self) -> tuple[Operation, ...]:
+        """The ``conflict`` operations: reported, never applied."""
+        return tuple(op for op in self.operations if op.op == "conflict")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"applied": self.applied,
+                "operations": [op.to_dict() for op in self.operations]}
+
+
+def near_duplicate(a: str, b: str) -> bool:
+    """Whether two memory texts say the same thing (the merge rule): enough shared words;
+    the same numbers (one side may add a date or a number in brackets); the same negations;
+    every distinctive word of one text in the other (nothing swapped: "dark" vs "light");
+    and nothing read as a disagreement (:func:`memdir.upkeep.claims.disagreement`: a word one
+    rejects and the other asserts, an order reversed, antonyms) or a reordering around a
+    pivot (:func:`memdir.upkeep.claims.reordered`: "pnpm over npm" vs "npm over pnpm")."""
+    ra, rb = read(a), read(b)  # cached: the cheapest test first
+    small, large = sorted((ra, rb), key=lambda r: len(r.words))
+    if not small.words <= large.words or (large.words - small.words) & large.added:
+        return False  # a word swapped, or another item added: "amd64" / "amd64 and arm64"
+    if similarity(a, b) < MERGE_SIMILARITY:
+        return False
+    low_a, low_b = a.lower(), b.lower()
+    if not _same_numbers(low_a, low_b) or \
+            set(_NEGATION.findall(low_a)) != set(_NEGATION.findall(low_b)):
+        return False
+    return disagreement(a, b) is None and reordered(a, b) is None
+
+
+def _same_numbers(a: str, b: str) -> bool:
+    """No number swapped for another, and none added outside a date or brackets: "cache for
+    5 minutes" is not "5 minutes in staging and 60 in production"."""
+    na, nb = set(_NUMBER.findall(a)), set(_NUMBER.findall(b))
+    core_a, core_b = (set(_NUMBER.findall(_ASIDE.sub(" ", t))) for t in (a, b))
+    return (na <= nb or nb <= na) and core_a == core_b
+
+
+def _candidates(memories: Sequence[Memory]) -> dict[str, set[str]]:
+    """For each memory, the others of its type that could be near-duplicates of it.
+
+    The merge rule needs one text's distinctive words (:attr:`memdir.upkeep.claims.Reading.words`)
+    all inside the other's, so a partner either holds this memory's rarest word or has its
+    own rarest word among this memory's words: two lookups in an inverted index instead of
+    comparing every pair (10k memories: 10^8 pairs).
+    """
+    words = {m.id: read(m.body).words for m in memories}
+    postings: dict[tuple[str, str], set[str]] = {}
+    for m in memories:
+        for w in words[m.id]:
+            postings.setdefault((m.type, w), set()).add(m.id)
+    rarest: dict[str, str] = {}
+    by_rarest: dict[tuple[str, str], set[str]] = {}
+    for m in memories:
+        if words[m.id]:
+            word = min(words[m.id], key=lambda w: (len(postings[(m.type, w)]), w))
+            rarest[m.id] = word
+            by_rarest.setdefault((m.type, word), set()).add(m.id)
+    out: dict[str, set[str]] = {}
+    for m in memories:
+        if m.id not in rarest:
+            continue
+        found = set(postings[(m.type, rarest[m.id])])
+        for w in words[m.id]:
+            found |= by_rarest.get((m.type, w), set())
+        found.discard(m.id)
+        out[m.id] = found
+    return out
+
+
+def _merges(memories: Sequence[Memory], power: dict[str, float]) -> list[Operation]:
+    ops: list[Operation] = []
+    taken: set[str] = set()
+    ordered = sorted(memories, key=lambda m: (-power[m.id], m.created))
+    by_id = {m.id: m for m in memories}
+    candidates = _candidates(memories)
+    for keep in ordered:
+        if keep.id in taken:
+            continue
+        near = sorted((by_id[i] for i in candidates.get(keep.id, ())
+                       if i not in taken and near_duplicate(keep.body, by_id[i].body)),
+                      key=lambda m: (-power[m.id], m.created))
+        group: list[Memory] = []
+        for other in near:  # each member a near-duplicate of every other, not only of keep
+            if all(near_duplicate(other.body, g.body) for g in group):
+                group.append(other)
+        if not group:
+            continue
+        taken.update([keep.id, *(m.id for m in group)])
+        members = [keep, *group]
+        ops.append(Operation(
+            "merge", f"{len(group) + 1} near-duplicate {keep.type} memories (the same words, "
+                     "numbers and negations, nothing reversed or opposed)",
+            tuple(m.id for m in members), keep.scope,
+            {"tags": sorted({t for m in members for t in m.tags}),
+             "relevance": max(m.relevance for m in members),
+             "reinforced": sum(m.reinforced for m in members),
+             "created": format_time(min(m.created for m in members))}))
+    return ops
+
+
+def _next_step(relevance: float) -> float | None:
+    return next((step for step in _STEPS if step > relevance + 1e-9), None)
+
+
+def plan(md: Memdir, at: datetime, llm: LLM | None = None) -> Plan:
+    """The consolidation plan; with an LLM, merged wording and contradictions too."""
+    ops: list[Operation] = []
+    for scope in ("user", "project", "team"):
+        if scope == "team" and (md.server is not None  # a server's: its own to maintain
+                                or not md.directory("project").path.exists()):
+            continue
+        try:
+            memories = md.list(scopes=[scope])
+        except Exception:  # a team directory that is not there (or not allowed): nothing
+            continue
+        tax = md.directory(scope).taxonomy
+        power = {m.id: strength(m, tax, at) for m in memories}
+        conflicts = conflicting_pairs(memories)
+        held = {m.id for c in conflicts for m in (c.older, c.newer)}
+        merges = _merges([m for m in memories if m.id not in held], power)
+        ops.extend(merges)
+        ops.extend(conflict_operation(c) for c in conflicts)
+        merged = {i for op in merges for i in op.memories}
+        for m in memories:
+            if m.id in merged:
+                continue
+            if power[m.id] < ARCHIVE_STRENGTH and m.id not in held:
+                ops.append(Operation("archive", f"strength {power[m.id]:.3f} is below "
+                                                f"{ARCHIVE_STRENGTH}", (m.id,), scope))
+                continue
+            since = m.reinforced - int(m.meta.get("promoted_at", 0) or 0)
+            step = _next_step(m.relevance)
+            if since >= PROMOTE_AFTER and step is not None:
+                ops.append(Operation("promote", f"reinforced {since} times since its last "
+                                                "promotion", (m.id,), scope,
+                                     {"relevance": step, "promoted_at": m.reinforced}))
+            day = anchor_day(m.created)
+            fixed = absolutize_dates(m.body, day)
+            if fixed != m.body:
+                ops.append(Operation("dates", "relative dates made absolute (counted from "
+                                              f"{day.isoformat()})", (m.id,),
+                                     scope, {"body": fixed}))
+    ops.extend(_gathers(md))
+    if llm is not None and llm.available:
+        from memdir.upkeep.consolidate_llm import with_llm
+
+        ops = with_llm(md, ops, llm)
+    return Plan(tuple(ops))
+
+
+def conflict_operation(found: Conflict) -> Operation:
+    """The plan's report of a conflict: the older memory first, nothing to apply."""
+    return Operation("conflict", f"they disagree: {found.reason}",
+                     (found.older.id, found.newer.id), found.older.scope)
+
+
+def _gathers(md: Memdir) -> list[Operation]:
+    from memdir.capture.episodes import episode_type
+    from memdir.capture.rules import extract_rules
+    from memdir.upkeep.logs import unconsumed
+
+    ops: list[Operation] = []
+    for scope in ("user", "project"):
+        mdir = md.directory(scope)
+        for new in unconsumed(mdir.path):
+            texts = new.texts
+            day = new.file.rsplit("/", 1)[-1].removesuffix(".md")
+            found = [{"content": f"Log of {day}:\n" + "\n".join(f"- {t}" for t in texts)[:3000],
+                      "type": episode_type(mdir.taxonomy), "relevance": 0.5}]
+            for text in texts:
+                found += [{"content": c.content, "type": c.type, "relevance": c.relevance}
+                          for c in extract_rules(text, mdir.taxonomy)]
+            ops.append(Operation("gather", f"{len(texts)} new lines in logs/{new.file}", (),
+                                 scope, {"file": new.file, "end": new.end,
+                                         "memories": found}))
+    return ops
+
+
+def _files(md: Memdir, ids: Sequence[str]) -> list[Path]:
+    """The files of the memories a plan changes: journalled before the plan starts."""
+    return [path for ref in ids if (path := md._find(ref).path) is not None]
+
+
+def apply_plan(md: Memdir, planned: Plan, at: datetime, *, by: str = "consolidate") -> Plan:
+    """Apply a plan, write-ahead: the history holds the plan and the before-image of each file
+    before that file changes (:func:`memdir.upkeep.history.journalled`)."""
+    from memdir.core.store import index_deferred
+    from memdir.upkeep.history import journalled
+
+    changing = [op for op in planned.operations if op.op != "conflict"]
+    if not changing:  # nothing to change (conflicts are reported, not applied)
+        with index_deferred(md.index, md._dirs()):
+            pass  # MEMORY.md is regenerated all the same (dream's prune)
+        return Plan(planned.operations, applied=True)
+    first = _files(md, sorted({i for op in changing for i in op.memories}))
+    with journalled(md, planned.to_dict(), first, at, by), \
+            index_deferred(md.index, md._dirs()):
+        _apply(md, planned)
+    return Plan(planned.operations, applied=True)
+
+
+def _apply(md: Memdir, planned: Plan) -> None:
+    for op in planned.operations:
+        if op.op == "conflict":
+            continue  # reported only: a person or a model resolves it
+        if op.op == "merge":
+            keep, *others = op.memories
+            md.update(keep, content=op.changes.get("body"), tags=op.changes["tags"],
+                      relevance=op.changes["relevance"], meta={"merged_from": list(others)})
+            # One search context: the kept memory's, else the first other's that has one.
+            context = next((c for ref in op.memories if (c := md._find(ref).context)), "")
+            md._set(keep, reinforced=op.changes["reinforced"],
+                    created=op.changes["created"], context=context)
+            for other in others:
+                md._set(other, status="archived", superseded_by=keep)
+        elif op.op == "archive":
+            md.archive(op.memories[0])
+        elif op.op == "gather":
+            from memdir.upkeep.logs import mark_consumed
+
+            for item in op.changes["memories"]:
+                md.store(item["content"], type=item["type"], scope=op.scope,
+                         relevance=item["relevance"], source="consolidated",
+                         meta={"log": op.changes["file"]})
+            mark_consumed(md.directory(op.scope).path, op.changes["file"], op.changes["end"])
+        elif op.op == "supersede":
+            md._set(op.memories[0], status="archived", superseded_by=op.memories[1])
+        elif op.op == "promote":
+            md.update(op.memories[0], relevance=op.changes["relevance"],
+                      meta={"promoted_at": op.changes["promoted_at"]})
+        else:
+            md.update(op.memories[0], content=op.changes["body"])
