@@ -5,6 +5,8 @@ path, keeps the index in step with the files (reconcile before reads: at every c
 instance, then at most once per ``sync_interval`` seconds of a long-lived one), and routes
 every write through :mod:`memdir.core.store`. It holds no state that the files and the index do
 not, so any number of processes may use the same home at once.
+
+Besides the write path and search, its methods are package functions bound in the class body.
 """
 
 from __future__ import annotations
@@ -46,10 +48,8 @@ class Memdir:
     _semantic_on: bool | None = None  # resolved once (memdir.retrieval.vectors.semantic)
     _data_version: int | None = None  # the index's PRAGMA data_version at the last search
     _server_memo: tuple[ServerSettings | None] | None = None  # memdir.team.ops.server
-    _client_memo: ServerClient | None = None
+    _client_memo: ServerClient | None = None  # memdir.team.ops
 
-    # The facade's other methods are functions of the packages, bound here: one jump from a
-    # method to its code. Each takes the facade as its first argument.
     # capture: how memories come in besides store (memdir/capture/ops.py)
     index_session = capture_ops.index_session
     extract = capture_ops.extract
