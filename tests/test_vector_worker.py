@@ -162,6 +162,9 @@ def test_cli_stats_and_doctor_show_missing_vectors(cli: CLI,
     doctor = cli("doctor")
     assert "[vectors-missing]" in doctor.stdout and "2 memories" in doctor.stdout
     assert doctor.returncode == 0  # a notice, no fault
+    # Said as a notice, not a problem: a CLI-only store is in its normal state.
+    assert doctor.stdout.splitlines()[:2] == ["no problems found", "1 notice(s):"]
+    assert "problem(s)" not in doctor.stdout and "    next: " in doctor.stdout
     cli("reindex", "--embeddings", check=True)
     assert cli_json(cli("stats", "--json"))["missing_vectors"] == 0  # type: ignore[index]
     assert "vectors-missing" not in cli("doctor").stdout

@@ -177,7 +177,7 @@ def cmd_doctor(md: Memdir, args: argparse.Namespace) -> int:
     from memdir.upkeep.report import NOTICES
 
     found = md.doctor()
-    _emit(args, [p.to_dict() for p in found], render.problems(found))
+    _emit(args, [p.to_dict() for p in found], render.problems(found, NOTICES))
     return 1 if any(p.kind not in NOTICES for p in found) else 0
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, TextIO
 
@@ -119,14 +119,20 @@ def memory_full(memory: Memory) -> str:
     return _shown("\n".join(lines))
 
 
-def problems(found: Sequence[Problem]) -> str:
-    if not found:
-        return "no problems found"
-    out = [f"{len(found)} problem(s):"]
-    for p in found:
-        # The file name and the message (a YAML error quotes the file) are stored text.
-        out += [f"- [{p.kind}] {_shown(p.where)}", f"    {_shown(p.message)}",
-                f"    fix: {p.hint}"]
+def problems(found: Sequence[Problem], notices: Collection[str] = ()) -> str:
+    """Doctor's findings: the faults first, then the ``notices`` kinds (nothing is broken:
+    vectors still being filled, memories that disagree), each with what to do."""
+    faults = [p for p in found if p.kind not in notices]
+    told = [p for p in found if p.kind in notices]
+    out = [f"{len(faults)} problem(s):" if faults else "no problems found"]
+    for title, group, label in (("", faults, "fix"),
+                                (f"{len(told)} notice(s):", told, "next")):
+        if title and group:
+            out.append(title)
+        for p in group:
+            # The file name and the message (a YAML error quotes the file) are stored text.
+            out += [f"- [{p.kind}] {_shown(p.where)}", f"    {_shown(p.message)}",
+                    f"    {label}: {p.hint}"]
     return "\n".join(out)
 
 
