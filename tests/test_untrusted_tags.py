@@ -155,6 +155,18 @@ def stored(request: pytest.FixtureRequest, md: Memdir, repo: Path) -> str:
     return str(request.param)
 
 
+@pytest.mark.parametrize("text", [r"\u003camp;", r"\u003cabc>", r"\x3cabc", r"\x3cb>",
+                                  r"\U0000003cdiv", r"\uff1cfade", r"x \u003cdefault"])
+def test_a_fixed_width_escape_followed_by_hex_letters_is_still_an_opener(text: str) -> None:
+    """\\u003c takes four digits, \\x3c two: what follows ("amp;", "abc") is the tag's
+    name, not more of the number (found by the property test below)."""
+    from memdir.core.neutralise import neutralise
+
+    out = neutralise(text)
+    assert tags(out) == [], (text, out)
+    assert neutralise(out) == out
+
+
 # -- the neutraliser on its own ----------------------------------------------------------------
 
 @pytest.mark.parametrize("attack", CORPUS, ids=[a["id"] for a in CORPUS])

@@ -52,8 +52,13 @@ def _numeric(chars: str, then: str) -> str:
     """Entity and escape spellings of these characters (``&#60;`` ``&#x3c;`` ``\\u003c``)."""
     dec = "|".join(str(ord(c)) for c in chars)
     hexa = "|".join(f"{ord(c):x}" for c in chars)
+    # The fixed-width escapes end where their width does, whatever follows (\u003cabc is
+    # "<abc" to a JSON or Python reader); other spellings end at the first non-digit.
+    fixed = "|".join([*(f"u{ord(c):04x}" for c in chars), *(f"U{ord(c):08x}" for c in chars),
+                      *(f"x{ord(c):02x}" for c in chars if ord(c) < 0x100)])
     return (rf"{_AMP}\#0*(?:{dec})(?![0-9]);?|{_AMP}\#x0*(?:{hexa})(?![0-9a-f]);?"
-            rf"|\\(?:u0*|U0*|x)(?:{hexa})(?![0-9a-f])|%{ord(chars[0]):x}|{_AMP}(?:{then})")
+            rf"|\\(?:{fixed})|\\(?:u0*|U0*|x)(?:{hexa})(?![0-9a-f])"
+            rf"|%{ord(chars[0]):x}|{_AMP}(?:{then})")
 
 
 _OPEN = (rf"(?:[{_OPENERS}]|"
