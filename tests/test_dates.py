@@ -173,6 +173,102 @@ def test_left_alone(text: str) -> None:
         assert absolutize_dates(text, today) == text
 
 
+# -- a phrase is a date only where it stands as words (docs/dates.md, "What is left alone") -----
+
+@pytest.mark.parametrize("text", [
+    # URLs: scheme:// up to the next whitespace, whatever is in the path or query
+    "Check https://tomorrow.io/status before deploys",
+    "see https://example.com/today/report.html",
+    "open http://example.com/next week",
+    "[link](https://example.com/?when=tomorrow)",
+    "<https://x.org/path/monday/by Friday>",  # an autolink runs to its ">"
+    # Markdown and HTML link targets
+    "[notes](notes/tomorrow)",
+    "[notes](<drafts/in 2 days>)",
+    "[plan]: /wiki/next week",
+    '<a href="/today">',
+    # e-mail addresses
+    "email me at today@example.com",
+    "write to ops@today.example.com",
+    "tomorrow+alerts@example.com",
+    # paths, file names, identifiers, options: joined by / \ . @ = ? # _ -
+    "logs in /var/log/yesterday.log",
+    "C:\\logs\\today.txt",
+    "cron @daily tonight.sh",
+    "use tomorrow.js library",
+    "call date.today() first",
+    "run_today and today_run",
+    "git checkout release/next-week",
+    "file report-2-days-ago.txt",
+    "the --after Thursday flag",
+    "set when=tomorrow in the query ?tomorrow",
+    "open tomorrow?tab=2 and the #today channel",
+    "a tomorrow-ish plan, the day-after-tomorrow party",
+    "today/tomorrow",
+    # code: fences of ~~~ as of ```, indented blocks, inline code of any backtick count
+    "~~~\nship tomorrow\n~~~",
+    "~~~~\nship tomorrow\n~~~\nstill code next week\n~~~~",
+    "~~~\nship tomorrow, never closed",
+    "    code: ship tomorrow  (indented block)",
+    "Run this:\n\n    deploy --when tomorrow\n\tsleep until Monday\n",
+    "``a ` in 2 weeks``",
+    # a plural's possessive runs on into the next word: no date in the middle of the phrase
+    "2 weeks' notice, in 2 weeks' notice",
+])
+def test_names_and_code_are_left_alone(text: str) -> None:
+    for today in WEEK:
+        assert absolutize_dates(text, today) == text
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # the words next to a name are still words
+    ("Check https://tomorrow.io/status before deploys tomorrow",
+     "Check https://tomorrow.io/status before deploys tomorrow (2026-11-27)"),
+    ("[due tomorrow](https://example.com/?when=tomorrow)",
+     "[due tomorrow (2026-11-27)](https://example.com/?when=tomorrow)"),
+    ('<a href="/today">today</a>', '<a href="/today">today (2026-11-26)</a>'),
+    ("mail today@example.com today", "mail today@example.com today (2026-11-26)"),
+    ("```\nship tomorrow\n```\nship tomorrow",
+     "```\nship tomorrow\n```\nship tomorrow (2026-11-27)"),
+    ("~~~\nship tomorrow\n~~~\nship tomorrow",
+     "~~~\nship tomorrow\n~~~\nship tomorrow (2026-11-27)"),
+    ("Run:\n\n    make tomorrow\n\nthen ship tomorrow",
+     "Run:\n\n    make tomorrow\n\nthen ship tomorrow (2026-11-27)"),
+    # an indented line inside a paragraph or list item continues it: not code
+    ("- release notes\n    due next Friday", "- release notes\n    due next Friday (2026-12-04)"),
+    # a phrase running into code is no date, the phrase inside it may be
+    ("ship on\n\n    Thursday", "ship on\n\n    Thursday"),
+    ("http://x/the day after tomorrow", "http://x/the day after tomorrow (2026-11-28)"),
+    ("``a ` b`` in 2 weeks", "``a ` b`` in 2 weeks (2026-12-10)"),
+    # "in N weeks' time" is one phrase: the date goes after "time"
+    ("in 2 weeks' time", "in 2 weeks' time (2026-12-10)"),
+    ("in 3 days’ time.", "in 3 days’ time (2026-11-29)."),
+    ("in a week's time", "in a week's time (2026-12-03)"),
+    ("He said 'in 2 weeks'.", "He said 'in 2 weeks (2026-12-10)'."),  # a closing quote
+])
+def test_dates_beside_names_and_code(text: str, expected: str) -> None:
+    once = absolutize_dates(text, THURSDAY)
+    assert once == expected
+    assert absolutize_dates(once, THURSDAY + timedelta(days=9)) == once
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    (f"ship {end}", f"ship tomorrow (2026-11-27){end[8:]}")
+    for end in ("tomorrow.", "tomorrow,", "tomorrow;", "tomorrow:", "tomorrow!", "tomorrow?",
+                "tomorrow...", "tomorrow.\nNext", "tomorrow -- no later", "tomorrow—no later",
+                "tomorrow)", "tomorrow\"", "tomorrow'", "tomorrow”", "tomorrow**", "tomorrow*")
+] + [
+    ("(by Friday)", "(by Friday (2026-11-27))"),
+    ('"next week"', '"next week (2026-11-30 to 2026-12-06)"'),
+    ("Done.Ship by EOD.", "Done.Ship by EOD (2026-11-26)."),
+    ("Can we ship in 2 weeks?", "Can we ship in 2 weeks (2026-12-10)?"),
+    ("Shipped 3 days ago, see #42.", "Shipped 3 days ago (2026-11-23), see #42."),
+    ("On Monday: retro.", "On Monday (2026-11-30): retro."),
+])
+def test_sentence_punctuation_still_gets_the_date(text: str, expected: str) -> None:
+    assert absolutize_dates(text, THURSDAY) == expected
+
+
 # -- names and file names ----------------------------------------------------------------------
 
 def test_a_name_keeps_whole_dates_or_none() -> None:
@@ -258,6 +354,25 @@ def test_cli_store_keeps_the_words_and_adds_the_date(cli: CLI,
     assert kept["content"] == "Thursday's standup is at 10:00"
 
 
+def test_cli_store_leaves_a_url_whole_in_body_name_and_file(
+        cli: CLI, monkeypatch: pytest.MonkeyPatch) -> None:
+    memory = _store(cli, "Check https://tomorrow.io/status before deploys", monkeypatch,
+                    "2026-11-26T15:00:00Z", "UTC")
+    expected = "Check https://tomorrow.io/status before deploys"
+    assert memory["content"] == expected and memory["name"] == expected
+    file = Path(str(memory["file"]))
+    assert file.name == "project_check-https-tomorrow-io-status-before-deploys.md"
+    text = file.read_text()
+    assert "2026-11-27" not in text and text.endswith(f"\n{expected}\n")
+    assert f'name: "{expected}"\n' in text  # YAML quotes the ":" of the URL
+
+    both = _store(cli, "Rotate /etc/app/today.key tomorrow", monkeypatch,
+                  "2026-11-26T15:00:00Z", "UTC")
+    assert both["content"] == both["name"] == "Rotate /etc/app/today.key tomorrow (2026-11-27)"
+    assert Path(str(both["file"])).name == \
+        "project_rotate-etc-app-today-key-tomorrow-2026-11-27.md"
+
+
 @pytest.mark.parametrize(("tz", "meaning"), [
     ("EST5", "2026-11-26"),  # 19:30 on Thursday in New York: "after Thursday" is today
     ("UTC", "2026-12-03"),  # 00:30 on Friday in UTC: Thursday is next week's
@@ -298,7 +413,8 @@ def test_the_docs_list_every_rule() -> None:
     for words in ("after", "before", "since", "next", "last", "this coming", "past",
                   "tomorrow", "end of (the / this) week", "end of (the / this / next / last) month",
                   "in N days", "ago",
-                  "weekend", "TZ", "MEMDIR_NOW", "(2026-11-26)"):
+                  "weekend", "TZ", "MEMDIR_NOW", "(2026-11-26)", "~~~", "indented", "URL",
+                  "E-mail", "weeks' time"):
         assert words in doc, words
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     assert "docs/dates.md" in readme

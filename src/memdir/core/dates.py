@@ -11,14 +11,19 @@ reference for every rule; in short:
   the previous week, "this <weekday>" and a weekday after on/by/after/until/till/due/from the
   nearest such day counting today, "coming <weekday>" and "before <weekday>" the nearest after
   today, "since <weekday>" and "past <weekday>" the nearest before today;
-- a bare weekday is only a date after one of those words, so "Thursday's standup" stays.
+- a bare weekday is only a date after one of those words, so "Thursday's standup" stays;
+- a phrase is a date only where it stands as words: not joined to a path, file name, e-mail,
+  identifier or option (``tomorrow.io``, ``/var/log/yesterday.log``, ``today@example.com``,
+  ``--after Thursday``), and not inside code or a link target (:func:`_protected`).
 
 Invariants:
 - the text is only ever added to: the original words are kept, in their spelling;
 - a phrase already followed by a date (``(2026-11-26)``, ``(December 2026)``, a bare
   ``2026-11-26``) is left alone, so running it again, from any anchor, adds nothing
   (consolidation re-runs it on old memories), and text with only absolute dates is unchanged;
-- text inside backticks or code fences is never touched.
+- text inside code (backticks, ``` or ~~~ fences, indented blocks), URLs, e-mail addresses,
+  link targets and HTML tags is never touched, and neither is a phrase joined to one of
+  ``/ \\ @ = ? # . _ -`` and a word: a date is only ever added after words, never inside a name.
 """
 
 from __future__ import annotations
@@ -47,8 +52,20 @@ _ISO = r"\d{4}-\d{2}-\d{2}"
 _DATED = (rf"(?![ \t]*(?:\((?:{_ISO}(?: to {_ISO})?|[A-Z][a-z]+ \d{{4}}|\d{{4}})\)"
           rf"|,?[ \t]*{_ISO}))")
 
+# Joined to a name, not standing as words: a phrase right after one of / \ @ = ? # . -
+# ("https://x/today", "me@today.com", "--after Thursday", "run.tomorrow"), or right before
+# / \ @ = # or a . ? - that runs on into a word ("tomorrow.io", "yesterday.log",
+# "today@example.com", "tomorrow?x=1", "tomorrow-ish"). "tomorrow." "tomorrow?" "tomorrow-- so"
+# still end a sentence. "_" is a word character, so \b already keeps "run_today" whole.
+_NOT_AFTER = r"(?<![/\\@=?#.\-])"
+_NOT_BEFORE = r"(?![/\\@=#]|[.?\-]\w)"
+# A plural's possessive runs on into the next word ("2 weeks' notice"): no date in the middle.
+# "in 2 weeks' time" and "in a week's time" are matched whole (the in-rule) and dated after
+# "time"; a quote closing the phrase ("'in 2 weeks'.") is not followed by a word and stays.
+_NOT_POSSESSIVE = r"(?!['’]s\b)(?!(?<=[sS])['’][ \t]+\w)"
+
 _RULES = re.compile(
-    r"\b(?:"
+    _NOT_AFTER + r"\b(?:"
     # Possessive ?+ : "tomorrow morning (2026-11-27)" must not match again as "tomorrow".
     rf"(?P<day>(?:the\s+)?day\s+after\s+tomorrow|(?:the\s+)?day\s+before\s+yesterday"
     rf"|(?:tomorrow|yesterday)(?:\s+(?:{_PART}))?+|today|tonight|last\s+night"
@@ -57,9 +74,9 @@ _RULES = re.compile(
     rf"|(?P<rel>this\s+coming|this\s+past|coming|past|next|this|last)\s+(?P<relwd>{_WD})"
     r"|(?P<prel>next|last|this)\s+(?P<period>weekend|week|month|year)"
     rf"|(?P<prep>on|by|after|before|until|till|from|since|due)\s+(?P<prepwd>{_WD})"
-    rf"|in\s+(?P<innum>{_NUM})\s+(?P<inunit>{_UNIT})"
+    rf"|in\s+(?P<innum>{_NUM})\s+(?P<inunit>{_UNIT})(?:['’]s?[ \t]+time)?"
     rf"|(?<![-./:\d])(?P<agonum>{_NUM})\s+(?P<agounit>{_UNIT})\s+ago"
-    r")\b(?!['’]s\b)" + _DATED,
+    r")\b" + _NOT_BEFORE + _NOT_POSSESSIVE + _DATED,
     re.IGNORECASE,
 )
 # Every rule above needs one of these lower-cased substrings (weekdays, "today", "days" and
@@ -67,7 +84,20 @@ _RULES = re.compile(
 # trying every alternative of _RULES at every word boundary.
 _CLUES = ("day", "tomorrow", "night", "week", "month", "year", "ago", "eod", "morning",
           "afternoon", "evening")
-_CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.DOTALL)
+# Spans whose words are never dates, each behind the character that any of them needs (most
+# text has none, so most texts pay for no scan). See _protected.
+_CODE = re.compile(  # fences (``` or ~~~, closed by as long a fence or the end), inline code
+    r"(?P<fence>`{3,}|~{3,}).*?(?:(?P=fence)|\Z)|(?P<tick>`+)[^\n]*?(?<!`)(?P=tick)(?!`)",
+    re.DOTALL)
+_URL = re.compile(r"\b[A-Za-z][\w+.-]*://\S*")  # a URL runs to the next whitespace
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_TAG = re.compile(  # an autolink "<https://...>" (to its ">") or an HTML tag and its attributes
+    r"<[A-Za-z][\w+.-]*:[^<>\n]*>|</?[A-Za-z][\w-]*(?:\s[^<>\n]*)?/?>")
+_LINK = re.compile(  # a Markdown link's target: "](target" or a "[label]: target" definition
+    r"\]\([ \t]*(?:<[^<>\n]*>|(?:[^\s()]|\([^\s()]*\))+)"
+    r"|^[ ]{0,3}\[[^\]\n]+\]:[ \t]*\S+", re.MULTILINE)
+_SCANS = (("`", _CODE), ("~~~", _CODE), ("://", _URL), ("@", _EMAIL), ("<", _TAG),
+          ("](", _LINK), ("]:", _LINK))
 
 # Weekday phrases: how far the day may be from the anchor.
 _ON_OR_AFTER = "on_or_after"  # the nearest such day, today included
@@ -194,8 +224,44 @@ def _meaning(match: re.Match[str], anchor: date) -> str:
     return _shift(anchor, -_number(g["agonum"]), g["agounit"]).isoformat()
 
 
-def _annotate(text: str, anchor: date) -> str:
-    return _RULES.sub(lambda m: f"{m.group(0)} ({_meaning(m, anchor)})", text)
+def _indented_code(text: str) -> list[tuple[int, int]]:
+    """Markdown indented code blocks: lines indented by 4 spaces or a tab, starting at the top
+    of the text or after a blank line (an indented line inside a paragraph continues it)."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    opens = True  # at the top of the text, or after a blank line, or inside a block
+    for line in text.splitlines(keepends=True):
+        end = start + len(line)
+        if not line.strip():
+            opens = True
+        elif line.startswith(("    ", "\t")) and opens:
+            spans.append((start, end))
+        else:
+            opens = False
+        start = end
+    return spans
+
+
+def _protected(text: str) -> list[tuple[int, int]]:
+    """Sorted, disjoint (start, end) spans where no phrase is a date: code (``` and ~~~ fences,
+    inline backticks, indented blocks), URLs (scheme:// to the next whitespace), e-mail
+    addresses, autolinks and HTML tags, Markdown link targets."""
+    spans: list[tuple[int, int]] = []
+    seen: set[re.Pattern[str]] = set()
+    for needle, pattern in _SCANS:
+        if needle in text and pattern not in seen:
+            seen.add(pattern)
+            spans.extend(m.span() for m in pattern.finditer(text))
+    if "    " in text or "\t" in text:
+        spans.extend(_indented_code(text))
+    spans.sort()
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
 
 
 def absolutize_dates(text: str, anchor: date) -> str:
@@ -204,11 +270,20 @@ def absolutize_dates(text: str, anchor: date) -> str:
     lowered = text.lower()
     if not any(clue in lowered for clue in _CLUES):
         return text
+    spans = _protected(text)
     out: list[str] = []
-    last = 0
-    for code in _CODE.finditer(text):
-        out.append(_annotate(text[last : code.start()], anchor))
-        out.append(code.group(0))
-        last = code.end()
-    out.append(_annotate(text[last:], anchor))
+    last = pos = skip = 0  # skip: the first protected span that may still lie ahead
+    while match := _RULES.search(text, pos):
+        start, end = match.span()
+        while skip < len(spans) and spans[skip][1] <= start:
+            skip += 1
+        if skip < len(spans) and spans[skip][0] < end:
+            # Inside code, a URL, ...: go on after it. A phrase only running into one
+            # ("on\n\n    Thursday") is no date, but a shorter one inside it may be.
+            pos = spans[skip][1] if spans[skip][0] <= start else start + 1
+            continue
+        out.append(text[last:end])
+        out.append(f" ({_meaning(match, anchor)})")
+        last = pos = end
+    out.append(text[last:])
     return "".join(out)
