@@ -94,6 +94,9 @@ def test_slugs() -> None:
     assert slugify("../../etc/passwd") == "etc-passwd"
     assert slugify("日本語") == "memory"
     assert len(slugify("x" * 500)) <= 60
+    # A long name is cut between words, never inside one.
+    long = "Check the status page before deploys and deploy tomorrow morning"
+    assert slugify(long) == "check-the-status-page-before-deploys-and-deploy-tomorrow"
 
 
 def test_index_lines_are_short_and_well_formed(md: Memdir) -> None:

@@ -87,6 +87,8 @@ def slugify(text: str, limit: int = 60) -> str:
     # A date cut short would name another day ("2026-1" of 2026-12-03): leave it out whole.
     cut = next((d.start() for d in _SLUG_DATE.finditer(slug) if d.start() < limit < d.end()),
                limit)
+    if cut < len(slug) and slug[cut] != "-" and slug.rfind("-", 0, cut) >= limit // 2:
+        cut = slug.rfind("-", 0, cut)  # whole words: "deploy-tomorrow", not "deploy-tomorro"
     return slug[:cut].rstrip("-") or "memory"
 
 
