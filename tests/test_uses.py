@@ -304,9 +304,10 @@ def _surfaced(md: Memdir, session: str, count: int) -> list[str]:
     return ids
 
 
-def _long_transcript(path: Path, session: str, turns: int, chars: int, last: str) -> Path:
+def _long_transcript(path: Path, session: str, turns: int, chars: int, first: str) -> Path:
     """A Claude Code transcript of ``turns`` turns after BASE + 1 hour, each assistant message
-    and tool call ``chars`` characters of words no memory has; the last message says ``last``."""
+    and tool call ``chars`` characters of words no memory has, but the first message says
+    ``first`` (read first: a hook's read may stop at its time limit on a loaded machine)."""
     import random
 
     rng = random.Random(7)
@@ -318,7 +319,7 @@ def _long_transcript(path: Path, session: str, turns: int, chars: int, last: str
         said = " ".join(rng.choices(words, k=chars // 10))
         ran = " ".join(rng.choices(words, k=chars // 10))
         for role, content in (("user", "go on"), ("assistant", [
-                {"type": "text", "text": said if j < turns - 1 else last},
+                {"type": "text", "text": said if j else first},
                 {"type": "tool_use", "id": f"t{j}", "name": "Bash", "input": {"command": ran}}])):
             rows.append(json.dumps({"type": role, "sessionId": session, "isSidechain": False,
                                     "uuid": f"{role[0]}{j}", "timestamp": ts,
@@ -408,31 +409,41 @@ def test_one_sweep_finds_what_a_check_per_injection_time_finds(
 
 
 def test_the_time_limit_is_not_swallowed_by_counting_uses(md: Memdir, home: Path,
-                                                         tmp_path: Path) -> None:
+                                                         tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     import signal
 
     from memdir.agents import hooks
     from memdir.agents.hook_transcript import read_for_extract
 
     _surfaced(md, "s-t", 20)
-    path = _long_transcript(tmp_path / "t.jsonl", "s-t", 50, 20_000, "Restarted alpha3.")
+    path = _long_transcript(tmp_path / "t.jsonl", "s-t", 5, 2000, "Restarted alpha3.")
     reading = read_for_extract(md, str(path), "s-t")
-    previous = signal.signal(signal.SIGALRM, hooks._alarm)
-    signal.setitimer(signal.ITIMER_REAL, 0.1)  # the hook's limit, reached while checking
+    counting = md.record_uses
+
+    def limit_reached(session_id: str, transcript: object) -> int:
+        signal.raise_signal(signal.SIGALRM)  # the hook's limit, reached while checking
+        return counting(session_id, transcript)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(md, "record_uses", limit_reached)
+    previous = signal.signal(signal.SIGALRM, hooks._alarm)  # the hook's own handler
     try:
         with pytest.raises(hooks._TimeUpError):
             hooks._record_uses(md, "extract", reading)
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     assert "not counted" not in hooks_log(home)  # the hook's limit handling logs it
     # The uses are unknown: no injection of the session counts as unused in stats.
     assert _checked(md, "s-t") == [0] * 20
     assert md.stats().usefulness.total.injected == 0
-    # A later check that reads everything finds the use, and leaves the rest unknown.
-    assert md.record_uses("s-t", reading.transcript) == 1
+    # A later check finds the use, and leaves the rest unknown.
+    assert counting("s-t", parse_transcript(path)) == 1
     assert _checked(md, "s-t") == [0] * 20
     assert (md.stats().usefulness.total.injected, md.stats().usefulness.total.used) == (1, 1)
+    # Any other failure is logged, and the hook goes on.
+    monkeypatch.setattr(md, "record_uses", lambda *_: 1 // 0)
+    hooks._record_uses(md, "extract", reading)
+    assert "extract: uses not counted (ZeroDivisionError" in hooks_log(home)
 
 
 def test_injections_used_before_checks_existed_count_as_checked(md: Memdir) -> None:
