@@ -379,13 +379,19 @@ def test_a_recalled_memory_the_agent_drew_on_counts_as_used_once(store: Any,
     counts = {m.id: (m.access_count, m.used_count, m.last_used)
               for m in store.list()}
     assert counts == {deploy.id: (1, 1, clock.now), tests.id: (1, 0, None)}
-    for _ in range(2):  # two more sessions recall it, none uses it
+    idle = parse_transcript([{"role": "user", "content": "go on"},
+                             {"role": "assistant", "content": "Done."}])
+    for _ in range(2):  # two more sessions recall it, their agents do not use it
         clock.advance(minutes=1)
         store.recall(f"integration tests on PostgreSQL, session {_}", f"later-{_}")
+        clock.advance(minutes=1)
+        assert store.record_uses(f"later-{_}", idle) == 0
+    # A session whose uses were never checked (no stop hook read it) counts nowhere.
+    store.recall("integration tests on PostgreSQL, unchecked", "unchecked")
     use = store.stats().to_dict()["usefulness"]
     assert {k: use[k] for k in ("shown", "injected", "used", "ratio")} == {
-        "shown": 4, "injected": 4, "used": 1, "ratio": 0.25}
-    assert use["by_scope"] == {"project": {"shown": 4, "injected": 4, "used": 1,
+        "shown": 5, "injected": 4, "used": 1, "ratio": 0.25}
+    assert use["by_scope"] == {"project": {"shown": 5, "injected": 4, "used": 1,
                                            "ratio": 0.25}}
     assert [(m["id"], m["used"], m["injected"]) for m in use["most_useful"]] == [
         (deploy.id, 1, 1)]

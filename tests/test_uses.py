@@ -144,6 +144,10 @@ def test_distinctive_terms_decide_and_echoes_of_the_user_do_not() -> None:
     # A code span of the memory, said by the agent, counts.
     assert used(("user", "how?"), ("assistant", "Run make release from the root.")) == [
         "deploy"]
+    # A code span counts with its words whole, not inside longer ones.
+    fmt = [Injected("fmt", "Format with `zq fmt` first")]
+    assert drawn_on(fmt, _transcript(("user", "go"), ("assistant", "Ran zq fmt."))) == ["fmt"]
+    assert drawn_on(fmt, _transcript(("user", "go"), ("assistant", "Ran xzq fmtx."))) == []
 
 
 def test_words_two_injected_memories_share_tell_neither_apart() -> None:
@@ -246,22 +250,23 @@ def test_stats_list_memories_injected_often_and_never_used(home: Path, repo: Pat
                                                           tmp_path: Path) -> None:
     run_memdir(["store", "--type", "procedure", DEPLOY], home, repo)
     run_memdir(["store", "--type", "policy", DATABASE], home, repo)
-    for n in range(3):
+    for n in range(4):
         run_memdir(["hook", "session-start"], home, repo, json.dumps(
             {"session_id": f"s-{n}", "cwd": str(repo), "hook_event_name": "SessionStart"}))
     transcript = _replayed(tmp_path, datetime.now(UTC).replace(microsecond=0)
                            + timedelta(seconds=1))
-    run_memdir(["hook", "stop"], home, repo, json.dumps(
-        {"session_id": "s-2", "cwd": str(repo), "transcript_path": str(transcript)}))
+    for n in range(3):  # the stop hook checks three sessions; s-3's uses are never checked
+        run_memdir(["hook", "stop"], home, repo, json.dumps(
+            {"session_id": f"s-{n}", "cwd": str(repo), "transcript_path": str(transcript)}))
     use = json.loads(run_memdir(["stats", "--json"], home, repo))["usefulness"]
-    assert (use["injected"], use["used"], use["ratio"]) == (6, 1, 0.167)
+    assert (use["injected"], use["used"], use["ratio"]) == (6, 3, 0.5)
     assert [(m["name"][:18], m["injected"], m["used"]) for m in use["never_used"]] == [
         ("Integration tests ", 3, 0)]
     assert [(m["name"][:18], m["injected"], m["used"]) for m in use["most_useful"]] == [
-        ("Deploys go through", 3, 1)]
+        ("Deploys go through", 3, 3)]
     text = run_memdir(["stats"], home, repo)
     assert "injected 3+ times, never used (candidates to archive" in text
-    assert "3 injected, shown 3: Integration tests hit" in text
+    assert "3 injected, shown 4: Integration tests hit" in text
 
 
 def test_a_failure_to_count_uses_never_breaks_the_hook(home: Path, repo: Path,
@@ -278,3 +283,179 @@ def test_a_failure_to_count_uses_never_breaks_the_hook(home: Path, repo: Path,
     log = hooks_log(home)
     assert "uses not counted (OperationalError" in log
     assert re.search(r"uses not counted .*\n.*extract: \d+ stored", log)  # extraction went on
+
+
+# -- cost and unknown uses ------------------------------------------------------------------------
+
+BASE = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
+
+
+def _surfaced(md: Memdir, session: str, count: int) -> list[str]:
+    """``count`` memories, each with an identifier of its own, injected into the session one
+    second apart from BASE on; their ids."""
+    from memdir.retrieval.recall import mark_surfaced
+
+    ids = []
+    for i in range(count):
+        memory = md.store(f"Service alpha{i} deploys through gateway{i} with flag zeta{i}",
+                          type="fact")
+        mark_surfaced(md.index, session, [memory], BASE + timedelta(seconds=i))
+        ids.append(memory.id)
+    return ids
+
+
+def _long_transcript(path: Path, session: str, turns: int, chars: int, first: str) -> Path:
+    """A Claude Code transcript of ``turns`` turns after BASE + 1 hour, each assistant message
+    and tool call ``chars`` characters of words no memory has, but the first message says
+    ``first`` (read first: a hook's read may stop at its time limit on a loaded machine)."""
+    import random
+
+    rng = random.Random(7)
+    words = ["".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=8)) + rng.choice(
+        ["", "_x", ".y", "9"]) for _ in range(5000)]
+    rows = []
+    for j in range(turns):
+        ts = (BASE + timedelta(hours=1, seconds=j)).isoformat().replace("+00:00", "Z")
+        said = " ".join(rng.choices(words, k=chars // 10))
+        ran = " ".join(rng.choices(words, k=chars // 10))
+        for role, content in (("user", "go on"), ("assistant", [
+                {"type": "text", "text": said if j else first},
+                {"type": "tool_use", "id": f"t{j}", "name": "Bash", "input": {"command": ran}}])):
+            rows.append(json.dumps({"type": role, "sessionId": session, "isSidechain": False,
+                                    "uuid": f"{role[0]}{j}", "timestamp": ts,
+                                    "message": {"role": role, "content": content}}))
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def _checked(md: Memdir, session: str) -> list[int | None]:
+    return sorted((r[0] for r in md.index.conn.execute(
+        "SELECT checked FROM recall_surfaced WHERE session_id = ?", (session,))),
+        key=lambda c: -1 if c is None else c)
+
+
+def test_the_stop_hook_counts_a_use_in_a_long_transcript_with_many_injection_times(
+        md: Memdir, home: Path, repo: Path, tmp_path: Path) -> None:
+    # 60 injection times over ~4 MB of the agent's words: read once, not once per time.
+    ids = _surfaced(md, "s-long", 60)
+    path = _long_transcript(tmp_path / "long.jsonl", "s-long", 100, 20_000,
+                            "Restarted alpha59 as the memory says.")
+    assert path.stat().st_size > 4_000_000
+    run_memdir(["hook", "stop"], home, repo, json.dumps(
+        {"session_id": "s-long", "cwd": str(repo), "transcript_path": str(path)}))
+    log = hooks_log(home)
+    assert "extract: 1 injected memories used" in log
+    assert "not counted" not in log and "gave up" not in log
+    used = {m.id: m.used_count for m in md.list()}
+    assert used[ids[59]] == 1 and sum(used.values()) == 1
+    assert _checked(md, "s-long") == [1] * 60  # every injection's uses are known
+    use = md.stats().usefulness
+    assert (use.total.injected, use.total.used) == (60, 1)
+
+
+def test_a_check_reads_each_message_once_within_its_budget() -> None:
+    from memdir.capture.uses import Injected, check
+
+    early, late = BASE, BASE + timedelta(minutes=5)
+    rows = [{"type": "user", "timestamp": "2026-11-20T09:00:00Z",
+             "message": {"role": "user", "content": "go"}}]
+    for n, (minute, text) in enumerate([(1, "Restarted alpha1 first."), (6, "Then alpha2."),
+                                        (7, "x " * 500 + "and alpha3 at last.")]):
+        rows.append({"type": "assistant", "timestamp": f"2026-11-20T09:{minute:02d}:00Z",
+                     "uuid": f"a{n}", "message": {"role": "assistant", "content": text}})
+    transcript = parse_transcript(rows)
+    injected = [Injected(1, "Service alpha1", late), Injected(2, "Service alpha2", early),
+                Injected(3, "Service alpha3", late), Injected(4, "Service alpha4", None)]
+    # alpha1 was said before its injection; the others after theirs.
+    assert check(injected, transcript) == check(injected, transcript, budget=10_000)
+    assert check(injected, transcript).used == (2, 3) and check(injected, transcript).complete
+    cut = check(injected, transcript, budget=100)  # the third message is past the budget
+    assert cut.used == (2,) and not cut.complete
+
+
+@given(st.lists(st.tuples(st.sampled_from([None, 1, 2, 3]),
+                          st.lists(st.sampled_from(["alpha1", "alpha2", "beta", "gamma",
+                                                    "delta", "`make release`", "pnpm"]),
+                                   max_size=4)), min_size=1, max_size=6),
+       st.lists(st.sampled_from([None, 0, 1, 2, 3, 4]), min_size=5, max_size=5))
+def test_one_sweep_finds_what_a_check_per_injection_time_finds(
+        said: list[tuple[int | None, list[str]]], times: list[int | None]) -> None:
+    from memdir.capture.uses import Injected, check
+
+    texts = ["Service alpha1", "Service alpha2", "beta gamma delta", "Use `make release`",
+             "Prefer pnpm always"]
+
+    def at(minute: int | None) -> datetime | None:
+        return None if minute is None else BASE + timedelta(minutes=minute)
+
+    def rows(since: datetime | None) -> list[dict[str, object]]:
+        out: list[dict[str, object]] = [{"role": "user", "content": "go"}]
+        for minute, words in said:
+            when = at(minute)
+            if since is None or when is None or when >= since:
+                out.append({"type": "assistant", "message": {
+                    "role": "assistant", "content": " ".join(words) or "ok"},
+                    **({"timestamp": when.isoformat()} if when else {})})
+        return out
+
+    injected = [Injected(i, text, at(t))
+                for i, (text, t) in enumerate(zip(texts, times, strict=True))]
+    swept = set(check(injected, parse_transcript(rows(None))).used)
+    # The reference: for each memory, all it may draw on is what came at or after it.
+    alone = [Injected(item.key, item.text) for item in injected]
+    expected = {item.key for item in injected
+                if item.key in check(alone, parse_transcript(rows(item.at))).used}
+    assert swept == expected
+
+
+def test_the_time_limit_is_not_swallowed_by_counting_uses(md: Memdir, home: Path,
+                                                         tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import signal
+
+    from memdir.agents import hooks
+    from memdir.agents.hook_transcript import read_for_extract
+
+    _surfaced(md, "s-t", 20)
+    path = _long_transcript(tmp_path / "t.jsonl", "s-t", 5, 2000, "Restarted alpha3.")
+    reading = read_for_extract(md, str(path), "s-t")
+    counting = md.record_uses
+
+    def limit_reached(session_id: str, transcript: object) -> int:
+        signal.raise_signal(signal.SIGALRM)  # the hook's limit, reached while checking
+        return counting(session_id, transcript)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(md, "record_uses", limit_reached)
+    previous = signal.signal(signal.SIGALRM, hooks._alarm)  # the hook's own handler
+    try:
+        with pytest.raises(hooks._TimeUpError):
+            hooks._record_uses(md, "extract", reading)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    assert "not counted" not in hooks_log(home)  # the hook's limit handling logs it
+    # The uses are unknown: no injection of the session counts as unused in stats.
+    assert _checked(md, "s-t") == [0] * 20
+    assert md.stats().usefulness.total.injected == 0
+    # A later check finds the use, and leaves the rest unknown.
+    assert counting("s-t", parse_transcript(path)) == 1
+    assert _checked(md, "s-t") == [0] * 20
+    assert (md.stats().usefulness.total.injected, md.stats().usefulness.total.used) == (1, 1)
+    # Any other failure is logged, and the hook goes on.
+    monkeypatch.setattr(md, "record_uses", lambda *_: 1 // 0)
+    hooks._record_uses(md, "extract", reading)
+    assert "extract: uses not counted (ZeroDivisionError" in hooks_log(home)
+
+
+def test_injections_used_before_checks_existed_count_as_checked(md: Memdir) -> None:
+    from memdir.core.index_schema import MIGRATIONS
+
+    version = 1 + next(n for n, (name, _) in enumerate(MIGRATIONS)
+                       if name.startswith("uses known apart from uses missed"))
+    ids = _surfaced(md, "s-old", 2)
+    md.index.count_uses("s-old", [(str(md.directory("project").path), ids[0])], "2026-11-20")
+    with md.index.write() as w:  # an index from before the checked column
+        w.execute("ALTER TABLE recall_surfaced DROP COLUMN checked")
+        w.execute("DELETE FROM schema_migrations WHERE version = ?", (version,))
+    md.index.close()
+    assert _checked(md, "s-old") == [None, 1]
+    assert (md.stats().usefulness.total.injected, md.stats().usefulness.total.used) == (1, 1)

@@ -332,21 +332,24 @@ def test_narrow_screen_has_no_sideways_scroll(seeded: Server, browser: Browser,
 
 def _agent_session(server: Server, repo: Path, tmp_path: Path) -> None:
     """Three agent sessions through the real hooks: each starts with the context (every seed
-    memory injected), and in the last one the agent runs the script the pitfall names."""
+    memory injected) and ends with the stop hook checking what the agent did; in the last
+    one the agent runs the script the pitfall names."""
     for n in range(3):
         run_memdir(["hook", "session-start"], server.home, repo, json.dumps(
             {"session_id": f"web-{n}", "cwd": str(repo), "hook_event_name": "SessionStart"}))
     at = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=1)
-    lines = [("user", "The cache is cold again, can you fix it?"),
-             ("assistant", "Warming it now with scripts/warm.sh as after every deploy.")]
-    transcript = tmp_path / "agent.jsonl"
-    transcript.write_text("".join(json.dumps({
-        "type": role, "uuid": f"w{n}", "sessionId": "web-2", "cwd": str(repo),
-        "timestamp": (at + timedelta(seconds=n)).isoformat().replace("+00:00", "Z"),
-        "isSidechain": False, "message": {"role": role, "content": text}}) + "\n"
-        for n, (role, text) in enumerate(lines)))
-    run_memdir(["hook", "stop"], server.home, repo, json.dumps(
-        {"session_id": "web-2", "cwd": str(repo), "transcript_path": str(transcript)}))
+    for n in range(3):
+        lines = [("user", "The cache is cold again, can you fix it?"),
+                 ("assistant", "Warming it now with scripts/warm.sh as after every deploy."
+                  if n == 2 else "Done.")]
+        transcript = tmp_path / f"agent-{n}.jsonl"
+        transcript.write_text("".join(json.dumps({
+            "type": role, "uuid": f"w{i}", "sessionId": f"web-{n}", "cwd": str(repo),
+            "timestamp": (at + timedelta(seconds=i)).isoformat().replace("+00:00", "Z"),
+            "isSidechain": False, "message": {"role": role, "content": text}}) + "\n"
+            for i, (role, text) in enumerate(lines)))
+        run_memdir(["hook", "stop"], server.home, repo, json.dumps(
+            {"session_id": f"web-{n}", "cwd": str(repo), "transcript_path": str(transcript)}))
 
 
 def test_usefulness_shows_what_was_used_and_what_never_was(

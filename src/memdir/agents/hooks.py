@@ -212,15 +212,20 @@ def _extract(data: Mapping[str, Any]) -> None:
 
 
 def _record_uses(md: Memdir, event: str, reading: Any) -> None:
-    """Count the injected memories the agent drew on in this stretch (:mod:`memdir.capture.uses`).
-    A failure is logged: extraction goes on, and the agent never notices."""
+    """Count the injected memories the agent drew on in this stretch (:mod:`memdir.capture.uses`);
+    uses left unknown (a failure, the time limit, a stretch unread) leave them unchecked."""
+    from memdir.capture.uses import mark_unchecked
     if not reading.session_id:
         return
     try:
         used = md.record_uses(reading.session_id, reading.transcript)
-    except Exception as exc:  # usage is a signal; the hook's work goes on without it
-        _log(event, f"uses not counted ({exc.__class__.__name__}: {exc})")
-        return
+    except BaseException as exc:  # usage is a signal; extraction goes on without it
+        mark_unchecked(md.index, reading.session_id)
+        if isinstance(exc, _TimeUpError) or not isinstance(exc, Exception):
+            raise  # the time limit ends the hook here too: run_hook logs it, exits 0
+        return _log(event, f"uses not counted ({exc.__class__.__name__}: {exc})")
+    if reading.window.unread:  # what the agent did in the stretch left unread is unknown
+        mark_unchecked(md.index, reading.session_id)
     if used:
         _log(event, f"{used} injected memories used")
 

@@ -4,7 +4,7 @@ reports the counts: :mod:`memdir.core.usefulness`).
 A memory is *injected* into a session when the session-start context shows it in full or
 recall surfaces it (``recall_surfaced``, with the time). It is *used* when what the agent
 wrote or did afterwards in that session draws on it. The stop hook (and session end) has the
-transcript at hand and asks :func:`drawn_on`, which reads only text, no model:
+transcript at hand and asks :func:`check`, which reads only text, no model:
 
 - a memory's **terms** come from its name, description and body: *plain* words (at least 3
   letters, no stop word nor everyday programming word, :data:`GENERIC`, compared by a light
@@ -18,7 +18,8 @@ transcript at hand and asks :func:`drawn_on`, which reads only text, no model:
 - the **evidence** is what the agent did on the main thread at or after the injection (a
   message without a time counts): its text and its tool calls (their whole input, the code
   it wrote included);
-- the memory is **used** when a strong term of it is in the evidence, or two of its plain
+- the memory is **used** when a strong term of it is in the evidence, or one of its code
+  spans (its words whole: ``make release`` is not in "remake releases"), or two of its plain
   terms are, or one plain term is a command the agent ran (the first word of a shell
   command: the memory said ``pnpm``, the agent ran ``pnpm install``).
 
@@ -26,15 +27,24 @@ Invariants:
 - A memory counts as used at most once per session: ``recall_surfaced.used`` is set in the
   write transaction that adds 1 to its ``usage.used_count`` (and recomputes its strength key),
   only where it was not set yet, so two hooks reading the same stretch count it once.
-- Recording uses never fails the hook: the hook logs a failure and goes on.
+- A check reads each message of the agent once, at most :data:`EVIDENCE_BUDGET` characters
+  in all, however many times memories were injected: its cost is linear in the transcript.
+- ``recall_surfaced.checked`` says whether the injection's uses are known: NULL before any
+  check, 1 once a check read all that followed it, 0 for good once a stretch after it went
+  unread (a check past the budget, failed or timed out: :func:`mark_unchecked`) while it was
+  not used. Stats count an injection only when it was used or checked (1), so a use missed
+  never makes a memory look unused.
+- Recording uses never fails the hook: the hook logs a failure and goes on (its time limit
+  still ends it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shlex
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -45,7 +55,8 @@ from memdir.retrieval.search import STOPWORDS
 if TYPE_CHECKING:
     from memdir.core.index import Index
 
-__all__ = ["GENERIC", "Injected", "Terms", "drawn_on", "record", "terms"]
+__all__ = ["EVIDENCE_BUDGET", "GENERIC", "Injected", "Terms", "Uses", "check", "drawn_on",
+           "mark_unchecked", "record", "terms"]
 
 #: Words of everyday programming talk: a memory sharing one with the agent's words says
 #: nothing about whether the agent drew on it.
@@ -66,6 +77,10 @@ than thanks that thing things think time today too true try two type types updat
 use used user uses using value values version want way well work works would write wrong yes
 """.split())
 EVIDENCE_CHARS = 20_000  # of one message: a tool call's input can be a whole file
+#: Characters of the agent's messages one check reads in all (~2 s): a hook's window of the
+#: transcript holds at most 8 MiB, and the stop hook has 20 s for everything it does.
+EVIDENCE_BUDGET = 8_000_000
+TYPED_CHARS = 1_000_000  # of what the user typed, read for the words the agent may echo
 
 _TOKEN = re.compile(r"[A-Za-z0-9_]+(?:[./:\-][A-Za-z0-9_]+)*")
 _CAMEL = re.compile(r"[a-z]+[A-Z]")  # useQuery, getElementById (not PostgreSQL, GitHub)
@@ -74,6 +89,7 @@ _SPLIT = re.compile(r"[./:\-_]+")
 _SUFFIXES = ("ments", "ment", "ings", "ing", "ers", "er", "ed", "es", "s")
 _SHELL_BREAK = re.compile(r"&&|\|\||[;|\n]")
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
+_RUN = re.compile(r"[a-z0-9_]+")  # the words of lower-case text, whole
 _YEAR = re.compile(r"(?:19|20)\d\d")  # "2026" is in every other text of this year
 K = TypeVar("K", bound=Hashable)
 
@@ -196,62 +212,124 @@ def _evidence(message: Message) -> str:
     return "\n".join(parts)[:EVIDENCE_CHARS]
 
 
-@dataclass
-class _Acts:
-    """What the agent did from one moment on: the terms, the text (lower case, spaces
-    folded) and the programs it ran."""
+@dataclass(frozen=True)
+class _Act:
+    """One message of the agent, read once: when, its terms, its text (lower case, spaces
+    folded) and the words in it (when code spans are looked for), the programs it ran."""
 
+    at: datetime | None
     found: Terms
     said: str
+    words: frozenset[str]
     ran: frozenset[str]
 
 
-def _acts(messages: Sequence[Message], at: datetime | None) -> _Acts:
-    strong: set[str] = set()
-    plain: set[str] = set()
-    ran: set[str] = set()
-    said = []
+@dataclass
+class _Evidence:
+    """What the agent did from some moment on, message by message: the terms, the phrases
+    (of those looked for) it said, and the programs it ran."""
+
+    phrases: dict[str, frozenset[str]]  # the code spans looked for, and their words
+    strong: set[str] = field(default_factory=set)
+    plain: set[str] = field(default_factory=set)
+    said: set[str] = field(default_factory=set)
+    ran: set[str] = field(default_factory=set)
+
+    def add(self, act: _Act) -> None:
+        self.strong |= act.found.strong
+        self.plain |= act.found.plain
+        self.ran |= act.ran
+        # A code span's words all in the message first: a set test spares a search of the
+        # message's text for every span (hundreds of them, megabytes of text).
+        self.said.update(p for p, words in self.phrases.items() if p not in self.said
+                         and words <= act.words and p in act.said)
+
+    def draws_on(self, found: Terms) -> bool:
+        """Whether it draws on a memory with these (distinctive) terms."""
+        return bool(found.strong & self.strong or found.phrases & self.said
+                    or len(found.plain & self.plain) >= 2 or found.plain & self.ran)
+
+
+@dataclass(frozen=True)
+class Uses(Generic[K]):
+    """What a transcript tells of the memories injected into its session: the keys of those
+    drawn on, in the order given, and whether everything the agent did after their injection
+    was read (``complete``; past :data:`EVIDENCE_BUDGET` characters the rest is not)."""
+
+    used: tuple[K, ...] = ()
+    complete: bool = True
+
+
+def _read(messages: Sequence[Message], since: datetime | None, budget: int,
+          spans: bool) -> tuple[list[_Act], bool]:
+    """Each message at or after ``since`` (every one when None; one without a time always),
+    read once and in order while the characters read stay within ``budget``; whether all
+    were read. ``spans``: whether code spans are looked for (their words are wanted)."""
+    acts: list[_Act] = []
     for message in messages:
-        if at is None or message.timestamp is None or message.timestamp >= at:
-            text = _evidence(message)
-            found = terms(text)
-            strong |= found.strong
-            plain |= found.plain
-            said.append(" ".join(text.lower().split()))
-            if message.kind == "tool_use":
-                ran |= _commands(message.tool_input)
-    return _Acts(Terms(frozenset(strong), frozenset(plain)), "\n".join(said), frozenset(ran))
+        if since is not None and message.timestamp is not None and message.timestamp < since:
+            continue
+        text = _evidence(message)
+        budget -= len(text)
+        if budget < 0:
+            return acts, False
+        ran = _commands(message.tool_input) if message.kind == "tool_use" else set()
+        said = " ".join(text.lower().split())
+        acts.append(_Act(message.timestamp, terms(text), said,
+                         frozenset(_RUN.findall(said)) if spans else frozenset(), frozenset(ran)))
+    return acts, True
 
 
 def drawn_on(injected: Sequence[Injected[K]], transcript: Transcript) -> list[K]:
     """The keys of the injected memories that the agent's words and tool calls after their
     injection draw on (the rules are in the module docstring)."""
+    return list(check(injected, transcript).used)
+
+
+def check(injected: Sequence[Injected[K]], transcript: Transcript,
+          budget: int = EVIDENCE_BUDGET) -> Uses[K]:
+    """Which injected memories the agent drew on (:func:`drawn_on`), reading each message of
+    the agent once and at most ``budget`` characters of them in all: the cost grows with the
+    transcript, not with how many times memories were injected into it."""
     messages = [m for m in transcript.messages if m.role == "assistant" and not m.sidechain
                 and m.kind in ("text", "tool_use")]
     if not injected or not messages:
-        return []
-    typed = terms("\n".join(m.text for m in transcript.user_messages()))
+        return Uses()
+    typed = terms("\n".join(m.text for m in transcript.user_messages())[:TYPED_CHARS])
     own = [terms(item.text) for item in injected]
     seen: dict[str, int] = {}
     for found in own:  # what two injected memories have in common tells neither apart
         for term in {*found.strong, *found.plain, *found.phrases}:
             seen[term] = seen.get(term, 0) + 1
-    common = {term for term, n in seen.items() if n > 1}
-    shared = Terms(frozenset(common), frozenset(common), frozenset(common))
-    acts: dict[datetime | None, _Acts] = {}
-    used = []
-    for item, found in zip(injected, own, strict=True):
-        mine = found - shared - typed
-        done = acts.get(item.at) or acts.setdefault(item.at, _acts(messages, item.at))
-        if (mine.strong & done.found.strong or any(p in done.said for p in mine.phrases)
-                or len(mine.plain & done.found.plain) >= 2 or mine.plain & done.ran):
-            used.append(item.key)
-    return used
+    common = frozenset(term for term, n in seen.items() if n > 1)
+    mine = [found - Terms(common, common, common) - typed for found in own]
+    times = [item.at for item in injected]
+    stamps = [at for at in times if at is not None]
+    phrases = {p: frozenset(_RUN.findall(p)) for found in mine for p in found.phrases}
+    acts, complete = _read(messages, min(stamps) if len(stamps) == len(times) else None,
+                           budget, bool(phrases))
+    # From the latest injection back to the earliest, the evidence of each is that of the
+    # one after it plus the messages in between: each message is added once.
+    evidence = _Evidence(phrases)
+    for act in acts:
+        if act.at is None:  # a message without a time counts for every injection
+            evidence.add(act)
+    timed = sorted([(act.at, n, act) for n, act in enumerate(acts) if act.at is not None],
+                   key=lambda item: (item[0], item[1]))
+    order = sorted([(at, i) for i, at in enumerate(times) if at is not None], reverse=True)
+    used = set()
+    for at, i in [*order, *((None, i) for i, at in enumerate(times) if at is None)]:
+        while timed and (at is None or timed[-1][0] >= at):
+            evidence.add(timed.pop()[2])
+        if evidence.draws_on(mine[i]):
+            used.add(i)
+    return Uses(tuple(item.key for i, item in enumerate(injected) if i in used), complete)
 
 
 def record(index: Index, session_id: str, transcript: Transcript, at: datetime) -> int:
     """Count as used, once for the session, each memory injected into it that the transcript
-    shows the agent drew on; how many were newly counted."""
+    shows the agent drew on; how many were newly counted. The others are marked checked, or
+    unchecked when the transcript was not read in full (:func:`mark_unchecked`)."""
     if not session_id or index.read_only:
         return 0
     rows = index.conn.execute(
@@ -266,7 +344,28 @@ def record(index: Index, session_id: str, transcript: Transcript, at: datetime) 
                                           parse_time(row[2])))
         if row[3] is not None:
             done.add(key)
-    if len(done) == len(injected):
+    pending = [key for key in injected if key not in done]
+    if not pending:
         return 0
-    found = [k for k in drawn_on(list(injected.values()), transcript) if k not in done]
-    return index.count_uses(session_id, found, format_time(at)) if found else 0
+    uses = check(list(injected.values()), transcript)
+    found = [k for k in uses.used if k not in done]
+    counted = index.count_uses(session_id, found, format_time(at)) if found else 0
+    with index.write() as conn:  # a use counted is checked whatever this marks
+        conn.executemany(
+            "UPDATE recall_surfaced SET checked = 1 WHERE session_id = ? AND dir = ? AND "
+            "id = ? AND checked IS NULL" if uses.complete else
+            "UPDATE recall_surfaced SET checked = 0 WHERE session_id = ? AND dir = ? AND "
+            "id = ? AND used IS NULL", [(session_id, *key) for key in pending])
+    return counted
+
+
+def mark_unchecked(index: Index, session_id: str) -> None:
+    """Mark the memories injected into the session and not used in it as unchecked for good:
+    a stretch of what the agent did after their injection went unread (a check failed or
+    timed out, the transcript was too long to read at once), so a use may have been missed,
+    and stats leave them out. Never raises: the caller is already handling a failure."""
+    if not session_id or index.read_only:
+        return
+    with contextlib.suppress(Exception), index.write() as conn:
+        conn.execute("UPDATE recall_surfaced SET checked = 0 WHERE session_id = ? AND "
+                     "used IS NULL", (session_id,))

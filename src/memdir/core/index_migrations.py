@@ -218,4 +218,14 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         DELETE FROM dir_state WHERE dir IN (SELECT dir FROM memories WHERE mtime_ns = -1);
         """,
     ),
+    (
+        "uses known apart from uses missed: recall_surfaced.checked is 1 once the stop hook "
+        "read all the agent did after the injection, 0 when a stretch went unread; stats "
+        "count only injections used or checked (those used before this count as checked, "
+        "the others' uses are unknown)",
+        """
+        ALTER TABLE recall_surfaced ADD COLUMN checked INTEGER;
+        UPDATE recall_surfaced SET checked = 1 WHERE used IS NOT NULL;
+        """,
+    ),
 )

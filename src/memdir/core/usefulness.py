@@ -4,7 +4,9 @@
 - **shown**: accesses (``access_count``): every read that returned a memory (injected,
   recalled, found by a search, read with ``get``);
 - **injected**: memory-session pairs: a memory shown in full by the session-start context or
-  surfaced by recall, once per session;
+  surfaced by recall, once per session, counted once the agent's use of it is known: used,
+  or checked over all the session did after it (``recall_surfaced.checked``; a session whose
+  transcript could not be read in full, or that no stop hook read, counts nowhere);
 - **used**: those of them the agent drew on (:mod:`memdir.capture.uses`), and **ratio** = used /
   injected (None before any injection);
 - **most_useful**: the memories used (or reinforced explicitly) most, up to

@@ -148,9 +148,10 @@ def _claim(store: PostgresStore, session_id: str, memories: Sequence[Memory],
 
 def record_uses(store: PostgresStore, session_id: str, transcript: Transcript) -> int:
     """Count one use of each memory recalled into the session that the agent drew on after
-    (:func:`memdir.capture.uses.drawn_on`), once per session: ``recall_surfaced.used`` is set in the
-    transaction that adds to ``used_count``, only where it was not set yet."""
-    from memdir.capture.uses import Injected, drawn_on
+    (:func:`memdir.capture.uses.check`), once per session: ``recall_surfaced.used`` is set in the
+    transaction that adds to ``used_count``, only where it was not set yet; ``checked`` as
+    :func:`memdir.capture.uses.record` sets it."""
+    from memdir.capture.uses import Injected, check
 
     if not isinstance(session_id, str) or not session_id.strip():
         return 0
@@ -159,12 +160,12 @@ def record_uses(store: PostgresStore, session_id: str, transcript: Transcript) -
             "SELECT s.id, s.surfaced, s.used, m.name, m.description, m.body "
             "FROM recall_surfaced s JOIN memories m ON m.id = s.id "
             "WHERE s.session_id = %s ORDER BY s.surfaced, s.id", (session_id,)).fetchall()
-    done = {r["id"] for r in rows if r["used"] is not None}
-    found = [key for key in drawn_on(
-        [Injected(r["id"], f"{r['name']}\n{r['description']}\n{r['body']}", r["surfaced"])
-         for r in rows], transcript) if key not in done]
-    if not found:
+    pending = sorted(r["id"] for r in rows if r["used"] is None)
+    if not pending:
         return 0
+    uses = check([Injected(r["id"], f"{r['name']}\n{r['description']}\n{r['body']}",
+                           r["surfaced"]) for r in rows], transcript)
+    found = sorted(set(uses.used) & set(pending))
     at = store.clock()
     with store.connections.db() as conn, conn.transaction():
         counted = conn.execute(
@@ -172,5 +173,10 @@ def record_uses(store: PostgresStore, session_id: str, transcript: Transcript) -
             "AND id = ANY(%s::text[]) AND used IS NULL RETURNING id) "
             "UPDATE memories SET used_count = used_count + 1, last_used = %s "
             "WHERE id IN (SELECT id FROM marked) RETURNING id",
-            (at, session_id, sorted(found), at)).fetchall()
+            (at, session_id, found, at)).fetchall() if found else []
+        conn.execute(
+            "UPDATE recall_surfaced SET checked = 1 WHERE session_id = %s AND "
+            "id = ANY(%s::text[]) AND checked IS NULL" if uses.complete else
+            "UPDATE recall_surfaced SET checked = 0 WHERE session_id = %s AND "
+            "id = ANY(%s::text[]) AND used IS NULL", (session_id, pending))
     return len(counted)

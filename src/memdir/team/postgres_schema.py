@@ -208,6 +208,15 @@ MIGRATIONS: tuple[Migration, ...] = (
         ALTER TABLE recall_surfaced ADD COLUMN used timestamptz;
         """,
     ),
+    (
+        "uses known apart from uses missed: recall_surfaced.checked is 1 once a check read "
+        "all the agent did after the injection, 0 when a stretch went unread; stats count "
+        "only injections used or checked",
+        """
+        ALTER TABLE recall_surfaced ADD COLUMN checked smallint;
+        UPDATE recall_surfaced SET checked = 1 WHERE used IS NOT NULL;
+        """,
+    ),
 )
 
 _VECTORS = """

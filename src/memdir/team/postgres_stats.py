@@ -4,7 +4,7 @@ the SQLite store's (:class:`memdir.core.model.Stats`, :mod:`memdir.core.usefulne
 Invariants: strength is :func:`memdir.core.strength.strength_of` on the row's counters, exactly as
 the SQLite store's Python and SQL compute it; usefulness is built by
 :func:`memdir.core.usefulness.usefulness` from per-memory counts (injections are the rows of
-``recall_surfaced``), so both stores report one shape.
+``recall_surfaced`` used or checked), so both stores report one shape.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ def stats(store: PostgresStore) -> Stats:
             "SELECT m.id, m.name, m.type, m.scope, m.status, m.relevance, m.reinforced, "
             "m.access_count, m.used_count, GREATEST(m.updated, COALESCE(m.last_accessed, "
             "m.updated)) AS anchor, COALESCE(s.n, 0) AS injected FROM memories m LEFT JOIN "
-            "(SELECT id, count(*) AS n FROM recall_surfaced GROUP BY id) s ON s.id = m.id"
+            "(SELECT id, count(*) AS n FROM recall_surfaced WHERE used IS NOT NULL OR "
+            "checked = 1 GROUP BY id) s ON s.id = m.id"
         ).fetchall()
     at = store.clock()
     bands = {label: 0 for _, label in STRENGTH_BINS}

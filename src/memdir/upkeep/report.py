@@ -49,13 +49,14 @@ class IndexStats(Stats):
 
 
 # Every memory of the directories with its usage counters and injections (sessions it was
-# shown to): what stats counts, in one pass.
+# shown to, used in or whose uses were checked: memdir.capture.uses): what stats counts, in
+# one pass.
 _COUNTED = (
     "SELECT m.type, m.scope, m.status, COALESCE(u.access_count, 0), m.rowid, "
     "COALESCE(u.used_count, 0), COALESCE(s.n, 0), max(0, m.reinforced) FROM memories m "
     "LEFT JOIN usage u ON u.dir = m.dir AND u.id = m.id LEFT JOIN (SELECT dir, id, count(*) "
-    "AS n FROM recall_surfaced GROUP BY dir, id) s ON s.dir = m.dir AND s.id = m.id "
-    "WHERE m.dir IN ({marks})")
+    "AS n FROM recall_surfaced WHERE used IS NOT NULL OR checked = 1 GROUP BY dir, id) s "
+    "ON s.dir = m.dir AND s.id = m.id WHERE m.dir IN ({marks})")
 
 
 def stats(md: Memdir, dirs: Sequence[MemoryDir]) -> IndexStats:
