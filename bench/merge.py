@@ -10,9 +10,11 @@ loses a fact, so precision is what counts.
 First the shipped rule (:func:`memdir.upkeep.consolidate.near_duplicate`) on the whole set and per
 kind, with how many pairs of each kind :func:`memdir.upkeep.conflicts.conflict` reports as a
 conflict (the plan's ``conflict`` operation: wanted for the negatives, noise for the
-duplicates). Then a threshold sweep of simpler rules for comparison; for those a rule
-"merges" a pair when its score reaches the threshold, and the threshold picked is the one
-with the best precision at recall >= 0.5 (ties: best F1).
+duplicates) and how many :func:`memdir.upkeep.conflicts.contradicts` flags (the store-time
+"may contradict team memory" warning: the same rule, with the looser same-topic test). Then
+a threshold sweep of simpler rules for comparison; for those a rule "merges" a pair when its
+score reaches the threshold, and the threshold picked is the one with the best precision at
+recall >= 0.5 (ties: best F1).
 
 Sweep rules: ``overlap`` (``memdir.capture.extract.similarity``, the first test of the shipped
 rule), ``cosine`` (all-MiniLM-L6-v2, only with the embed extra), ``overlap+cos`` (overlap >= t
@@ -40,7 +42,7 @@ from typing import Any
 
 from memdir.capture.extract import similarity
 from memdir.retrieval import embed
-from memdir.upkeep.conflicts import conflict
+from memdir.upkeep.conflicts import conflict, contradicts
 from memdir.upkeep.consolidate import MERGE_SIMILARITY, near_duplicate
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "near_duplicates.jsonl"
@@ -84,8 +86,8 @@ def prf(merged: list[bool], same: list[bool]) -> dict[str, float]:
 
 def shipped(pairs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """The shipped rule per kind and on the whole set (``all``): pairs, duplicates, merges,
-    false merges, precision (None without a merge), recall (None without a duplicate), and
-    pairs reported as a conflict."""
+    false merges, precision (None without a merge), recall (None without a duplicate), pairs
+    reported as a conflict, and pairs the store-time warning flags."""
     groups: dict[str, list[dict[str, Any]]] = {"all": pairs}
     for pair in pairs:
         groups.setdefault(pair["kind"], []).append(pair)
@@ -98,7 +100,8 @@ def shipped(pairs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
                      "false_merges": sum(merged) - tp,
                      "precision": tp / sum(merged) if any(merged) else None,
                      "recall": tp / sum(same) if any(same) else None,
-                     "conflicts": sum(conflict(p["a"], p["b"]) is not None for p in group)}
+                     "conflicts": sum(conflict(p["a"], p["b"]) is not None for p in group),
+                     "warnings": sum(contradicts(p["a"], p["b"]) for p in group)}
     return out
 
 
@@ -107,13 +110,13 @@ def shipped_table(rows: dict[str, dict[str, Any]]) -> str:
         return "–" if value is None else f"{value:.3f}"
 
     lines = ["| kind | pairs | duplicates | merged | false merges | precision | recall | "
-             "reported as conflict |", "|---|---|---|---|---|---|---|---|"]
+             "reported as conflict | store warning |", "|---|---|---|---|---|---|---|---|---|"]
     for kind, r in sorted(rows.items(), key=lambda kv: (kv[0] == "all", -kv[1]["duplicates"],
                                                          kv[0])):
         name = "**all**" if kind == "all" else kind
         lines.append(f"| {name} | {r['pairs']} | {r['duplicates']} | {r['merged']} | "
                      f"{r['false_merges']} | {num(r['precision'])} | {num(r['recall'])} | "
-                     f"{r['conflicts']} |")
+                     f"{r['conflicts']} | {r['warnings']} |")
     return "\n".join(lines)
 
 

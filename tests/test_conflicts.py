@@ -16,12 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from mcp import Client
 
 from conftest import CLI, cli_json
+from llm_support import ScriptedServer
 from memdir import Memdir
 from memdir.agents.mcp_server import build_server
-from memdir.upkeep.conflicts import TOPIC_OVERLAP, contradicts
+from memdir.upkeep.conflicts import TOPIC_OVERLAP, conflict, contradicts
 
 # (a, b, label): True when the two say opposite things about the same thing.
 CONTRADICTIONS = [
@@ -75,8 +77,10 @@ SAME_TOPIC_NOT_OPPOSITE = [  # same polarity, or a different claim about a share
 PAIRS = ([(a, b, True) for a, b in CONTRADICTIONS]
          + [(a, b, False) for a, b in PARAPHRASES + UNRELATED + SAME_TOPIC_NOT_OPPOSITE])
 # What word overlap cannot see: number words ("two" / "one"), and a negation or a shared
-# word about a neighbouring claim ("unit" vs "integration" tests, bodies vs requests).
-KNOWN_MISSES = {CONTRADICTIONS[-1], SAME_TOPIC_NOT_OPPOSITE[-2], SAME_TOPIC_NOT_OPPOSITE[-1]}
+# word about a neighbouring claim (bodies vs requests). And antonyms beside another wording
+# ("dark mode" / "the light theme"): one rule with consolidation's, which counts antonyms
+# only when the rest of the words are close.
+KNOWN_MISSES = {CONTRADICTIONS[-1], CONTRADICTIONS[-2], SAME_TOPIC_NOT_OPPOSITE[-1]}
 
 
 def _correct(threshold: float) -> int:
@@ -312,3 +316,220 @@ def test_mcp_consolidate_and_the_api_report_conflicts(home: Path, repo: Path) ->
                       "'pytest'"}]}
         only_facts = server.request("GET", "/api/memory/conflicts", params={"type": "fact"})
         assert only_facts.json() == {"conflicts": []}
+
+
+# -- what a conflict says: the order read, whole numbers, which memory is older ---------------
+
+CI_ORDER = "CI runs unit tests before integration tests"
+CI_CONVERSE = "CI runs integration tests after unit tests"  # the same order, said the other way
+CI_REVERSED = "CI runs integration tests before unit tests"
+
+
+def test_a_before_after_paraphrase_is_not_a_conflict_through_the_cli(cli: CLI) -> None:
+    """"X before Y" is "Y after X": the phrases next to the pivot are ordered, not the
+    subject ("CI") nor a word on both sides ("tests") against the other phrase."""
+    first = cli_json(cli("store", "--type", "project", "--json", CI_ORDER))
+    cli("store", "--type", "project", "--json", CI_CONVERSE, check=True)
+    plan = cli_json(cli("consolidate", "--json"))
+    assert isinstance(plan, dict) and [op for op in plan["operations"]
+                                       if op["op"] == "conflict"] == []
+    doctor = cli_json(cli("doctor", "--json"))
+    assert isinstance(doctor, list) and [p for p in doctor if p["kind"] == "memory-conflict"] == []
+
+    reversed_ = cli_json(cli("store", "--type", "project", "--json", CI_REVERSED))
+    assert isinstance(first, dict) and isinstance(reversed_, dict)
+    plan = cli_json(cli("consolidate", "--json"))
+    assert isinstance(plan, dict)
+    found = [op for op in plan["operations"] if op["op"] == "conflict"]
+    assert len(found) == 2  # against both wordings of the first order
+    assert set(found[0]["memories"]) | set(found[1]["memories"]) >= {
+        first["memory"]["id"], reversed_["memory"]["id"]}
+    for op in found:
+        assert op["reason"].startswith(
+            "they disagree: the order is reversed: 'unit' before 'integration' in one, after "
+            "it in the other") or op["reason"].startswith(
+            "they disagree: the order is reversed: 'integration' before 'unit' in one, after "
+            "it in the other"), op["reason"]
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    (CI_ORDER, CI_CONVERSE),
+    ("Run migrations before deploying the api", "Deploy the api after running migrations"),
+    ("Lint runs before tests in CI", "In CI, tests run after lint"),
+    ("Rebase on main before opening a PR", "Open a PR after rebasing on main"),
+    ("Update the changelog before tagging a release",
+     "Tag a release after updating the changelog"),
+])
+def test_x_before_y_is_y_after_x(a: str, b: str) -> None:
+    assert conflict(a, b) is None and conflict(b, a) is None
+    assert not contradicts(a, b) and not contradicts(b, a)
+
+
+@pytest.mark.parametrize(("a", "b", "words"), [
+    (CI_ORDER, CI_REVERSED, ("unit", "integration")),
+    (CI_CONVERSE, "CI runs unit tests after integration tests", ("unit", "integration")),
+    (CI_ORDER, "CI runs unit tests after integration tests", ("unit", "integration")),
+    ("Run migrations before deploying the api", "Deploy the api before running migrations",
+     ("migrations", "api")),
+])
+def test_a_before_b_against_b_before_a_is_a_conflict(a: str, b: str,
+                                                     words: tuple[str, str]) -> None:
+    x, y = words
+    assert conflict(a, b) == (f"the order is reversed: {x!r} before {y!r} in one, after it in "
+                              "the other")
+    assert conflict(b, a) is not None and contradicts(a, b) and contradicts(b, a)
+
+
+@pytest.mark.parametrize(("a", "b", "reason"), [
+    ("Tests run on Python 3.11", "Tests run on Python 3.12",
+     "other numbers: 3.11 in one, 3.12 in the other"),
+    ("Ship after Thursday (2026-11-26)", "Ship after Thursday (2026-12-03)",
+     "other numbers: 2026-11-26 in one, 2026-12-03 in the other"),
+    ("The release is 2026-11-26, version 2.4.1", "The release is 2026-11-26, version 2.5",
+     "other numbers: 2.4.1 in one, 2.5 in the other"),
+])
+def test_a_conflict_quotes_whole_numbers_versions_and_dates(a: str, b: str,
+                                                            reason: str) -> None:
+    assert conflict(a, b) == reason
+
+
+def test_a_date_memdir_added_is_part_of_the_claim(home: Path, repo: Path) -> None:
+    """"next Thursday" is written as "Thursday (YYYY-MM-DD)": the same words with another
+    date are the plan moved (a conflict: the newer usually replaces the older, which a person
+    or a model decides); other words with another date are two plans, not a conflict."""
+    from datetime import UTC, datetime, timedelta
+
+    week = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
+    with Memdir(home=home, project=repo, clock=lambda: week) as md:
+        older = md.store("Ship the release after next Thursday", type="project")
+        md.store("Freeze the docs after next Thursday", type="project")
+    with Memdir(home=home, project=repo, clock=lambda: week + timedelta(days=7)) as md:
+        newer = md.store("Ship the release after next Thursday", type="project")
+        md.store("Demo the release after next Thursday", type="project")
+        assert md.get(older.id).body.endswith("(2026-11-26)")
+        assert md.get(newer.id).body.endswith("(2026-12-03)")
+        plan = md.consolidate(dry_run=True)
+    assert [(op.memories, op.reason) for op in plan.conflicts] == [
+        ((older.id, newer.id),
+         "they disagree: other numbers: 2026-11-26 in one, 2026-12-03 in the other")]
+
+
+@pytest.mark.parametrize(("team", "mine"), [
+    ("Logs are kept for 30 days", "Metrics are kept for 90 days"),
+    ("The staging database is on port 5432", "The production database is on port 5433"),
+    ("The max upload size is 10 MB", "The min upload size is 1 KB"),
+])
+def test_other_numbers_of_another_subject_are_no_store_warning(team: str, mine: str) -> None:
+    """One rule for the store-time warning and consolidation: other numbers count only when
+    no other word is swapped ("Logs" / "Metrics", "staging" / "production")."""
+    assert not contradicts(team, mine) and not contradicts(mine, team)
+    assert conflict(team, mine) is None
+
+
+@pytest.mark.parametrize(("team", "mine"), [
+    ("Logs are kept for 30 days", "Logs are kept for 90 days"),
+    ("The staging database is on port 5432", "The staging database uses port 5433"),
+    ("The max upload size is 10 MB", "Keep the max upload size at 20 MB"),
+])
+def test_other_numbers_of_one_subject_still_warn(team: str, mine: str) -> None:
+    """The rest is the same words but for how it is said ("uses", "keep")."""
+    assert contradicts(team, mine) and contradicts(mine, team)
+
+
+def test_cli_store_warns_no_more_about_another_subjects_number(cli: CLI) -> None:
+    cli("store", "--type", "feedback", "--scope", "team", "Logs are kept for 30 days",
+        check=True)
+    result = cli("store", "--type", "feedback", "Metrics are kept for 90 days")
+    assert result.returncode == 0, result.stderr
+    assert "may contradict" not in result.stderr
+    result = cli("store", "--type", "feedback", "Logs are kept for 90 days")
+    assert "may contradict team memory" in result.stderr
+
+
+def _same_second_pair(home: Path, repo: Path) -> tuple[str, str]:
+    """Two memories that disagree, stored one after the other in one second (the clock is
+    fixed at the real current second, so each file's mtime is in its ``updated`` second)."""
+    from datetime import UTC, datetime
+
+    second = datetime.now(UTC).replace(microsecond=0)
+    with Memdir(home=home, project=repo, clock=lambda: second) as md:
+        first = md.store("The staging database runs Postgres 15", type="project")
+        then = md.store("The staging database runs Postgres 16", type="project")
+    assert first.updated == then.updated
+    return first.id, then.id
+
+
+def _set_written(md: Memdir, ref: str, offset_ns: int) -> None:
+    import os
+
+    memory = md.get(ref)
+    assert memory.path is not None
+    at = int(memory.updated.timestamp()) * 1_000_000_000 + offset_ns
+    os.utime(memory.path, ns=(at, at))
+
+
+def test_in_one_second_the_files_tell_which_was_written_first(home: Path, repo: Path) -> None:
+    from memdir.upkeep.conflicts import conflicting_pairs, written_order
+
+    first, then = _same_second_pair(home, repo)
+    with Memdir(home=home, project=repo) as md:
+        [found] = conflicting_pairs(md.list())
+        assert (found.older.id, found.newer.id, found.ordered) == (first, then, True)
+        assert found.reason == "other numbers: 15 in one, 16 in the other"
+        # Not the ids: the order follows the files, whichever way round they are.
+        _set_written(md, first, 900_000_000)
+        _set_written(md, then, 100_000_000)
+        [found] = conflicting_pairs(md.list())
+        assert (found.older.id, found.newer.id, found.ordered) == (then, first, True)
+        a, b = md.get(first), md.get(then)
+        assert written_order(a, b) == written_order(b, a) == (b, a, True)
+
+
+def test_when_the_order_cannot_be_known_the_conflict_says_so(home: Path, repo: Path) -> None:
+    from memdir.upkeep.conflicts import UNORDERED, conflicting_pairs
+
+    first, then = _same_second_pair(home, repo)
+    with Memdir(home=home, project=repo) as md:
+        for ref in (first, then):  # files copied later (a checkout, a restore): no witness
+            _set_written(md, ref, 3600 * 1_000_000_000)
+        [found] = conflicting_pairs(md.list())
+        assert found.ordered is False and {found.older.id, found.newer.id} == {first, then}
+        assert found.older.id < found.newer.id  # a stable order to show, not a claim
+        assert found.to_dict()["reason"] == found.reason + UNORDERED
+        [op] = md.consolidate(dry_run=True).conflicts
+        assert op.reason == "they disagree: " + found.reason + UNORDERED
+        notice = next(p for p in md.doctor() if p.kind == "memory-conflict")
+        assert "the newer" not in notice.message and notice.message.endswith(UNORDERED)
+
+
+def test_a_model_verdict_never_archives_when_the_order_is_unknown(
+        home: Path, repo: Path, monkeypatch: pytest.MonkeyPatch,
+        scripted_llm: ScriptedServer) -> None:
+    """consolidate_llm tells the model "A is the older, B the newer" and archives A when it
+    says B replaces it: only when that order is known."""
+    monkeypatch.setenv("MEMDIR_LLM", "openai:m")
+    monkeypatch.setenv("OPENAI_BASE_URL", scripted_llm.url + "/v1")
+    first, then = _same_second_pair(home, repo)
+    verdict = {"contradictions": [{"pair": 1, "newer_replaces_older": True,
+                                   "reason": "staging was upgraded"}]}
+    with Memdir(home=home, project=repo) as md:
+        for ref in (first, then):
+            _set_written(md, ref, 3600 * 1_000_000_000)
+        scripted_llm.reply_openai(json.dumps(verdict))
+        applied = md.consolidate(dry_run=False)
+        [op] = applied.operations
+        assert op.op == "conflict" and set(op.memories) == {first, then}
+        assert op.reason.endswith("; the LLM says one replaces the other, but which was "
+                                  "written first is unknown: check them: staging was upgraded")
+        assert md.get(first).status == md.get(then).status == "active"
+        asked = json.dumps(scripted_llm.requests[0].body)
+        assert "which is newer is unknown" in asked
+
+        # Known (the files tell): the model's verdict archives the one written first.
+        _set_written(md, first, 100_000_000)
+        _set_written(md, then, 900_000_000)
+        scripted_llm.reply_openai(json.dumps(verdict))
+        applied = md.consolidate(dry_run=False)
+        assert [(op.op, op.memories) for op in applied.operations] == [
+            ("supersede", (first, then))]
+        assert md.get(first).status == "archived" and md.get(then).status == "active"

@@ -9,6 +9,7 @@ numbers per kind, and sweeps simpler rules on the same file.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,8 @@ from typing import Any
 import pytest
 
 from memdir.capture.extract import similarity
-from memdir.upkeep.conflicts import conflict
+from memdir.upkeep.claims import read
+from memdir.upkeep.conflicts import SAME_WORDS, conflict, contradicts
 from memdir.upkeep.consolidate import MERGE_SIMILARITY, near_duplicate
 
 DATA = Path(__file__).parent / "data" / "near_duplicates.jsonl"
@@ -86,3 +88,62 @@ def test_disagreeing_pairs_are_reported_as_conflicts() -> None:
     same = [p for p in PAIRS if p["same"]]
     noise = [(p["a"], p["b"]) for p in same if conflict(p["a"], p["b"]) is not None]
     assert len(noise) <= 0.02 * len(same), noise
+
+
+def test_before_after_paraphrases_are_never_conflicts() -> None:
+    """"X before Y" / "Y after X" say one order: neither a conflict nor a store warning,
+    whatever else the clause holds ("CI runs unit tests before integration tests" / "CI runs
+    integration tests after unit tests": the subject and a shared noun on both sides)."""
+    converse = [p for p in PAIRS if p["kind"] == "converse"
+                and {"before", "after"} <= set((p["a"] + " " + p["b"]).lower().split())]
+    assert len(converse) >= 8
+    assert [(p["a"], p["b"]) for p in converse
+            if conflict(p["a"], p["b"]) or contradicts(p["a"], p["b"])] == []
+
+
+def test_a_swapped_order_with_a_shared_subject_is_a_conflict() -> None:
+    swapped = [p for p in PAIRS if p["kind"] == "swapped-order" and p["a"].startswith("CI runs")]
+    assert len(swapped) == 2
+    for p in swapped:
+        reason = conflict(p["a"], p["b"])
+        assert reason is not None and "'unit'" in reason and "'integration'" in reason
+
+
+def test_number_reasons_quote_whole_numbers() -> None:
+    """"other numbers: 3.11 in one, 3.12 in the other", never a part ("11", "2026")."""
+    reasons = [(p, conflict(p["a"], p["b"]) or "") for p in PAIRS]
+    numbered = [(p, r) for p, r in reasons if r.startswith("other numbers: ")]
+    assert len(numbered) >= 20
+    for p, reason in numbered:
+        one, other = reason.removeprefix("other numbers: ").removesuffix(" in the other") \
+            .split(" in one, ")
+        for quoted, text in ((one, p["a"]), (other, p["b"])):
+            tokens = set(re.findall(r"[a-z0-9]+(?:['\-./][a-z0-9]+)*", text.lower()))
+            assert set(quoted.split(", ")) <= tokens, (reason, text)
+
+
+#: Same topic, another subject and another number: no store-time warning (one rule with
+#: consolidation's: other numbers count only when no other word is swapped).
+OTHER_SUBJECT = [("Logs are kept for 30 days", "Metrics are kept for 90 days"),
+                 ("The staging database is on port 5432",
+                  "The production database is on port 5433"),
+                 ("The max upload size is 10 MB", "The min upload size is 1 KB")]
+
+
+@pytest.mark.parametrize(("a", "b"), OTHER_SUBJECT)
+def test_another_subject_with_another_number_is_no_store_warning(a: str, b: str) -> None:
+    assert any(p["a"] == a and p["b"] == b and p["kind"] == "different-fact" for p in PAIRS)
+    assert not contradicts(a, b) and not contradicts(b, a) and conflict(a, b) is None
+
+
+def test_the_store_warning_and_the_conflict_report_share_one_rule() -> None:
+    """For two claims that share enough words to be one claim, the store-time warning and
+    consolidation's report agree on every labelled pair."""
+    def shared(p: dict[str, Any]) -> float:
+        a, b = read(p["a"]).content, read(p["b"]).content
+        return len(a & b) / len(a | b)
+
+    same_claim = [p for p in PAIRS if shared(p) >= SAME_WORDS]
+    assert len(same_claim) >= 100
+    assert [(p["a"], p["b"]) for p in same_claim
+            if contradicts(p["a"], p["b"]) != (conflict(p["a"], p["b"]) is not None)] == []

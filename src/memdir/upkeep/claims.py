@@ -15,17 +15,17 @@ readings keep what overlap throws away, by rules (no model, no parser; the word 
   "X instead of Y", "X rather than Y", "X than Y", "X, not Y"; a contrast also records the
   pair (X, Y). A negation with a condition ("don't X without Y", "never X unless Y") is a
   rule about when, not a refusal: it rejects nothing. Words of clauses without a negation
-  are *asserted*. *Ordered pairs*: "X before Y" / "Y after X", "X first ... then Y", "from
-  X to Y": every distinctive token of the earlier (source) span paired with every one of
-  the later (target) span, each span running to the clause's end.
+  are *asserted*. *Ordered pairs* (:mod:`memdir.upkeep.order`): "X before Y" / "Y after
+  X", "X first ... then Y", "from X to Y", as (earlier, later) word pairs.
 
 Two texts *disagree* (:func:`disagreement`) when one prefers X over Y and the other Y over
 X; when one rejects a word that the other, a plain statement with no negation or contrast,
 asserts; when a pair one orders one way the other orders the other way; when one uses a
 word and the other its antonym (enable / disable, always / never, min / max, ...); or when
-they give numbers and neither set holds the other. Two texts are *reordered*
-(:func:`reordered`) when a unit (a word, or a run of words the two share in the same order)
-sits between X and Y in one and between Y and X in the other: "A calls B" / "B calls A".
+they give numbers and neither set holds the other (quoted whole: "3.11", not "11"). Two
+texts are *reordered* (:func:`reordered`) when a unit (a word, or a run of words the two
+share in the same order) sits between X and Y in one and between Y and X in the other: "A
+calls B" / "B calls A".
 Moving a whole phrase ("In CI, run X" / "Run X in CI") never counts, only a crossing around
 a pivot; nor does a crossing when only one of the texts has "by" (the passive voice: "B is
 called by A").
@@ -38,25 +38,26 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import pairwise
+from types import MappingProxyType
 
 from memdir.upkeep.lexicon import (
     ADVERBS,
     ANTONYM,
-    EARLIER,
     FUNCTION,
-    LATER,
     LIGHT,
     NUMBER,
     PIVOTS,
     PREFER,
-    SEQUENCE,
     SKIP,
+    distinct,
     negation,
     stem,
 )
+from memdir.upkeep.order import ordered_pairs
 
 __all__ = ["Disagreement", "Reading", "Stance", "disagreement", "read", "reordered", "stance"]
 
@@ -78,6 +79,7 @@ class Reading:
     stems: tuple[str, ...]  # distinctive tokens and relational words, stemmed, in order
     content: frozenset[str]  # the distinctive stems (no relational words)
     numbers: frozenset[str]  # numbers and versions, a date or version with its parts
+    whole: frozenset[str]  # numbers and versions as written, without their parts
     words: frozenset[str]  # distinctive tokens, not stemmed
     added: frozenset[str]  # tokens that follow "and" / "or": another item of a list
     all_stems: frozenset[str]  # every token, function words too (for the antonyms)
@@ -89,23 +91,19 @@ class Reading:
         return next((w for s, w in self.surface if s == stemmed), stemmed)
 
 
-def _distinct(tokens: list[str]) -> list[str]:
-    return [stem(t) for t in tokens if t not in FUNCTION and t not in LIGHT
-            and not negation(t)]
-
-
 @lru_cache(maxsize=65536)
 def read(text: str) -> Reading:
     """The words of one text (cached: consolidation compares each text many times)."""
     low = text.lower().replace("\u2019", "'")
     tokens = _TOKEN.findall(low)
     named = set(re.findall(r"#(\d+)", low))  # "issue #123": a name, not a quantity
+    whole = frozenset(t for t in tokens if NUMBER.fullmatch(t) and t not in named)
     return Reading(
         stems=tuple(t if t in PIVOTS else stem(t) for t in tokens if t in PIVOTS or (
             t not in FUNCTION and t not in LIGHT and not negation(t))),
-        content=frozenset(_distinct(tokens)),
-        numbers=frozenset(part for t in tokens if NUMBER.fullmatch(t) and t not in named
-                          for part in {t, *re.split(r"[.:,\-/]", t)}),  # 2024-06-03 has 2024
+        content=frozenset(distinct(tokens)),
+        numbers=frozenset(part for t in whole for part in {t, *re.split(r"[.:,\-/]", t)}),
+        whole=whole,  # 2024-06-03 has 2024 among the numbers, not among the whole ones
         words=frozenset(t for t in tokens if t not in FUNCTION and t not in LIGHT),
         added=frozenset(_added(tokens)),
         all_stems=frozenset(stem(t) for t in tokens),
@@ -138,7 +136,8 @@ class Stance:
     asserted: frozenset[str]  # in clauses with no negation
     negative: bool  # a negation anywhere
     contrastive: bool  # a contrast anywhere
-    pairs: frozenset[tuple[str, str]]  # (earlier or source, later or target)
+    # (earlier or source, later or target) -> how far the two words are from their pivot
+    pairs: Mapping[tuple[str, str], int]
 
 
 @lru_cache(maxsize=65536)
@@ -146,19 +145,13 @@ def stance(text: str) -> Stance:
     """The stance of one text (cached)."""
     low = text.lower().replace("\u2019", "'")
     found = _Collected()
-    pairs: set[tuple[str, str]] = set()
-    for sentence in _SENTENCE.split(low):
-        earlier: list[str] = []
-        later: list[str] = []
-        clauses = _clauses(sentence)
+    sentences = [_clauses(sentence) for sentence in _SENTENCE.split(low)]
+    for clauses in sentences:
         _polarity(clauses, found)
-        for clause in clauses:
-            _order(clause, pairs, earlier, later)
-        pairs.update((x, y) for x in earlier for y in later if x != y)
     return Stance(frozenset(found.rejected), frozenset(found.contrasted),
                   frozenset(found.preferred), frozenset(found.contrasts),
                   frozenset(found.asserted), found.negative, found.contrastive,
-                  frozenset(pairs))
+                  MappingProxyType(ordered_pairs(sentences)))
 
 
 def _added(tokens: list[str]) -> list[str]:
@@ -198,7 +191,7 @@ def _phrase_before(tokens: list[str]) -> list[str]:
 def _object(tokens: list[str]) -> bool:
     """Whether the words between "prefer" and "over" / "to" are a plain object ("prefer
     httpx to aiohttp"), not a clause ("prefer PRs that are easy to review")."""
-    return bool(_distinct(tokens)) and all(t in SKIP or t in LIGHT or t not in FUNCTION
+    return bool(distinct(tokens)) and all(t in SKIP or t in LIGHT or t not in FUNCTION
                                            for t in tokens)
 
 
@@ -239,30 +232,6 @@ def _polarity(clauses: list[list[str]], out: _Collected) -> None:
         previous = clause
 
 
-def _order(clause: list[str], pairs: set[tuple[str, str]], earlier: list[str],
-           later: list[str]) -> None:
-    """Ordered pairs of one clause; "first" / "then" spans are collected per sentence."""
-    for i, token in enumerate(clause):
-        if token not in SEQUENCE:
-            continue
-        before, after = _distinct(clause[:i]), _distinct(clause[i + 1:])
-        if token == "before":
-            pairs.update((x, y) for x in before for y in after if x != y)
-        elif token == "after":
-            pairs.update((y, x) for x in before for y in after if x != y)
-        elif token == "from":
-            end = next((j for j in range(i + 1, len(clause)) if clause[j] in ("to", "into")),
-                       None)
-            if end is not None:
-                source = _distinct(clause[i + 1:end])
-                target = _distinct(clause[end + 1:])
-                pairs.update((x, y) for x in source for y in target if x != y)
-        elif token in EARLIER:
-            earlier.extend(before or after)
-        elif token in LATER:
-            later.extend(after if token == "then" or not before else before)
-
-
 @dataclass(frozen=True)
 class Disagreement:
     """How two texts disagree: ``kind`` is preference, polarity, order, antonym or numbers;
@@ -294,7 +263,8 @@ def disagreement(a: str, b: str) -> Disagreement | None:
                                     "to it", frozenset(flipped))
     crossed = sorted(((x, y) for x, y in sa.pairs if (y, x) in sb.pairs
                       and (x, y) not in sb.pairs and (y, x) not in sa.pairs),
-                     key=lambda p: (p[0] in ADVERBS or p[1] in ADVERBS, p))
+                     key=lambda p: (p[0] in ADVERBS or p[1] in ADVERBS,
+                                    sa.pairs[p] + sb.pairs[(p[1], p[0])], p))
     if crossed:
         x, y = crossed[0]
         return Disagreement("order", f"the order is reversed: {ra.word(x)!r} before "
@@ -306,8 +276,11 @@ def disagreement(a: str, b: str) -> Disagreement | None:
                                 f"{rb.word(y)!r} in the other", frozenset((x, y)))
     na, nb = ra.numbers, rb.numbers
     if na and nb and not (na <= nb or nb <= na):
-        return Disagreement("numbers", f"other numbers: {', '.join(sorted(na - nb))} in one, "
-                            f"{', '.join(sorted(nb - na))} in the other", na ^ nb)
+        # Quoted as written: "3.11", not its parts "3" and "11" (a whole number of one text
+        # that is a part of the other's, "2024" of "2024-06-03", is not other).
+        only_a, only_b = sorted(ra.whole - nb), sorted(rb.whole - na)
+        return Disagreement("numbers", f"other numbers: {', '.join(only_a)} in one, "
+                            f"{', '.join(only_b)} in the other", na ^ nb)
     return None
 
 

@@ -20,21 +20,36 @@ apply:**``) are about one thing and say opposite things of it:
   paired unrelated memories, and a conflict holds both memories out of every merge and
   archive. The store-time warning accepts the same claim too ("Enable HTTP/2" and "Disable
   HTTP/2" share one topic word).
-- **opposite**: :func:`memdir.upkeep.claims.disagreement` (a word one rejects and the other
-  asserts, a preference or an order reversed, antonyms, other numbers) or
-  :func:`memdir.upkeep.claims.reordered` (the same words crossed around a relational word such as
-  over / to / from, or two numbers crossed).
+- **opposite**: one rule for both uses, :func:`opposite`: a disagreement
+  (:func:`memdir.upkeep.claims.disagreement`: a word one rejects and the other asserts, a
+  preference or an order reversed, antonyms, other numbers) or the same words crossed
+  (:func:`memdir.upkeep.claims.reordered`: around a relational word such as over / to /
+  from, or two numbers crossed). The weak signs count only when nothing else differs:
+  antonyms when the rest of the words are ``CLOSE`` to the same; other numbers and crossed
+  words when the rest is the same words ("Logs are kept for 30 days" / "Metrics are kept
+  for 90 days" share a topic, but are two claims). The store-time warning used to accept
+  any of them on a shared topic; now it misses an antonym beside another wording ("dark
+  mode" / "the light theme", listed in ``tests/test_conflicts.py``).
+
+Which of the two is older (:class:`Conflict`, :func:`written_order`): ``updated``, to the
+second; in one second, the files' nanosecond mtimes; else unknown, and the reason says so
+(consolidation never lets a model's verdict archive one of such a pair).
 
 The threshold was chosen on the labelled pairs in ``tests/test_conflicts.py``
-(contradictions, paraphrases, unrelated texts, same topic with the same polarity): accuracy
-is flat from 0.6 to 0.8 and the lowest keeps recall for long team memories. Word overlap
-cannot see number words ("two approvals" vs "one") nor tell a neighbouring claim ("unit"
-vs "integration" tests) from the same one; those pairs are listed there as known misses. A
-reported conflict is a warning for a person to read, never a refusal.
+(contradictions, paraphrases, unrelated texts, same topic with the same polarity): the
+lowest of the most accurate, for recall on long team memories. With :func:`opposite` as
+strict as consolidation's, accuracy is flat from 0.8 to 1.0; 0.6 and 0.7 also warn about a
+neighbouring claim ("Avoid network calls in unit tests" / "Integration tests make network
+calls"); on ``tests/data/near_duplicates.jsonl`` 0.6 to 0.8 warn about the same pairs.
+Word overlap cannot see number words ("two approvals" vs "one") nor tell every
+neighbouring claim from the same one ("request bodies" vs "every request"); those pairs are
+listed there as known misses. A reported conflict is a warning for a person to read, never
+a refusal.
 
-Invariants: :func:`conflict` and :func:`contradicts` are symmetric; :func:`conflicting_pairs`
-finds every pair :func:`conflict` accepts without comparing every pair (prefix filtering,
-tests/test_conflicts.py checks it against all pairs).
+Invariants: :func:`conflict` and :func:`contradicts` are symmetric (in whether they find a
+conflict); :func:`written_order` does not depend on the order of its arguments;
+:func:`conflicting_pairs` finds every pair :func:`conflict` accepts without comparing every
+pair (prefix filtering, tests/test_conflicts.py checks it against all pairs).
 """
 
 from __future__ import annotations
@@ -47,11 +62,11 @@ from dataclasses import dataclass
 from memdir.core.model import Memory
 from memdir.retrieval.similarity import content_words
 from memdir.upkeep.claims import disagreement, read, reordered
-from memdir.upkeep.lexicon import is_number
+from memdir.upkeep.lexicon import is_number, negation, stem
 
 __all__ = ["CLOSE", "CONFLICT_TYPES", "MIN_SHARED", "RESOLVE", "SAME_WORDS", "TOPIC_OVERLAP",
-           "Conflict", "conflict", "conflicting_pairs", "contradicts", "find_conflicts",
-           "topic_overlap"]
+           "UNORDERED", "Conflict", "conflict", "conflicting_pairs", "contradicts",
+           "find_conflicts", "opposite", "topic_overlap", "written_order"]
 
 # Types whose memories tell the agent how to behave, across the presets: a private one that
 # says the opposite of the team's is worth a warning.
@@ -60,10 +75,15 @@ CONFLICT_TYPES = frozenset({"feedback", "preference", "preferences", "policy", "
 RESOLVE = ("keep the one that is right: edit or archive the other (`memdir archive ID`); or "
            "configure an LLM (MEMDIR_LLM) and run `memdir consolidate`: the newer then "
            "supersedes the older only when the model says it replaces it")
-TOPIC_OVERLAP = 0.6
+TOPIC_OVERLAP = 0.8
 MIN_SHARED = 2
 SAME_WORDS = 0.5  # the merge rule's word overlap (consolidate.MERGE_SIMILARITY)
 CLOSE = 0.7  # the rest of two claims that differ by antonyms (numbers: all of the rest)
+# Said of a conflict whose two memories were written in one second, in an unknown order.
+UNORDERED = "; which was written first is unknown (the same second)"
+# A file written in its memory's ``updated`` second has its mtime within this of that
+# second's start (the second may end between the clock's reading and the write).
+_WRITE_WINDOW_NS = 2_000_000_000
 
 _CLAIM_END = re.compile(r"^\s*(?:\*\*)?(?:why|how to apply)\s*:?", re.IGNORECASE | re.MULTILINE)
 # Values that differ between two claims about one topic ("tabs" / "spaces"): not topic words.
@@ -110,11 +130,11 @@ def topic_overlap(a: str, b: str) -> tuple[int, float]:
 
 def contradicts(a: str, b: str, *, threshold: float = TOPIC_OVERLAP) -> bool:
     """Whether two memory texts are about the same topic and say opposite things of it (the
-    store-time warning): topic overlap, or the same claim (:func:`conflict`)."""
+    store-time warning): topic overlap or the same claim, and :func:`opposite` (the rule
+    :func:`conflict` applies too)."""
     shared, overlap = topic_overlap(a, b)
     if shared >= MIN_SHARED and overlap >= threshold:
-        ca, cb = _claim(a), _claim(b)
-        return bool(disagreement(ca, cb) or reordered(ca, cb, relational=True))
+        return opposite(_claim(a), _claim(b)) is not None
     return conflict(a, b) is not None
 
 
@@ -124,32 +144,41 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 def conflict(a: str, b: str) -> str | None:
     """Why two memory texts make one claim two opposite ways (module docstring), or None:
-    at least ``SAME_WORDS`` of their claims' distinctive words shared, and a disagreement;
-    antonyms, a weak sign, only when the rest of the words are ``CLOSE`` to the same; other
-    numbers and crossed words, the weakest ("stay under 620 ms" / "865 ms" in two otherwise
-    other texts; "writer 3" / "writer 5" naming two items), only when the rest is the same
-    words."""
+    at least ``SAME_WORDS`` of their claims' distinctive words shared, and :func:`opposite`."""
     ca, cb = _claim(a), _claim(b)
-    wa, wb = read(ca).content, read(cb).content
-    if _jaccard(wa, wb) < SAME_WORDS:
+    if _jaccard(read(ca).content, read(cb).content) < SAME_WORDS:
         return None
+    return opposite(ca, cb)
+
+
+def opposite(ca: str, cb: str) -> str | None:
+    """Why two claims say opposite things, or None; the one rule of both uses. A
+    disagreement; antonyms, a weak sign, only when the rest of the words are ``CLOSE`` to the
+    same (Jaccard); other numbers and crossed words, the weakest, only when the rest is the
+    same words. The rest: the distinctive words without numbers and without the function
+    and light verbs of the topic ("keep", "use", "make": "Keep the limit at 100" / "The
+    limit is 120" is one claim). "Logs are kept for 30 days" / "Metrics are kept for 90
+    days", "staging ... port 5432" / "production ... port 5433", "stay under 620 ms" / "865
+    ms" in two otherwise other texts, and "writer 3" / "writer 5" naming two items are
+    not."""
+    wa, wb = _rest(ca), _rest(cb)
     found = disagreement(ca, cb)
     if found is None:  # the same words crossed: the same claim only if no other word differs
         crossed = reordered(ca, cb, relational=True)
-        return crossed if crossed and _rest(wa) == _rest(wb) else None
-    if found.kind == "antonym" and _jaccard(_rest(wa - found.words),
-                                            _rest(wb - found.words)) < CLOSE:
-        return None
-    # Numbers alone: the rest must be the same words, or two items that differ by a number
-    # ("note 3 of writer 1, marker w1n3" / "note 4 ..., marker w1n4") would be one claim.
-    if found.kind == "numbers" and _rest(wa) != _rest(wb):
+        return crossed if crossed and wa == wb else None
+    if found.kind == "antonym":
+        return found.reason if _jaccard(wa - found.words, wb - found.words) >= CLOSE else None
+    if found.kind == "numbers" and wa != wb:
         return None
     return found.reason
 
 
-def _rest(words: frozenset[str]) -> frozenset[str]:
-    """The words without numbers and versions ("uuidv7"; a name with digits stays)."""
-    return frozenset(w for w in words if not is_number(w))
+def _rest(claim: str) -> frozenset[str]:
+    """The claim's distinctive words, stemmed, but numbers and versions ("uuidv7"; a name
+    with digits stays), negations and the topic's function words (told apart before
+    stemming: "theme" is not "them")."""
+    return frozenset(stem(w) for w in read(claim).words
+                     if w not in _FUNCTION and not negation(w) and not is_number(w))
 
 
 def find_conflicts(memory: Memory, candidates: Iterable[Memory]) -> list[Memory]:
@@ -161,15 +190,49 @@ def find_conflicts(memory: Memory, candidates: Iterable[Memory]) -> list[Memory]
 
 @dataclass(frozen=True)
 class Conflict:
-    """Two active memories of one type and scope that disagree, the older first."""
+    """Two active memories of one type and scope that disagree, the older first.
+    ``ordered``: False when which was written first cannot be known (:func:`written_order`);
+    the two are then in id order and the reason says so."""
 
     older: Memory
     newer: Memory
     reason: str
+    ordered: bool = True
+
+    @property
+    def explained(self) -> str:
+        """The reason, with the order's caveat when it is not known."""
+        return self.reason + ("" if self.ordered else UNORDERED)
 
     def to_dict(self) -> dict[str, object]:
-        return {"memories": [self.older.id, self.newer.id], "reason": self.reason,
+        return {"memories": [self.older.id, self.newer.id], "reason": self.explained,
                 "scope": self.older.scope, "type": self.older.type}
+
+
+def written_order(a: Memory, b: Memory) -> tuple[Memory, Memory, bool]:
+    """(older, newer, known): which of two memories was written first. ``updated`` is stored
+    to the second, so two written in one second tie; then the files' nanosecond mtimes
+    decide, when both were last written in that second (a file copied, checked out or put
+    back by ``undo`` has a later mtime than its ``updated``). Otherwise (the PostgreSQL
+    store has no file; a fixed clock) the order is unknown: id order, and ``known`` False."""
+    if a.updated != b.updated:
+        return (a, b, True) if a.updated < b.updated else (b, a, True)
+    ta, tb = _written_ns(a), _written_ns(b)
+    if ta is not None and tb is not None and ta != tb:
+        return (a, b, True) if ta < tb else (b, a, True)
+    return (a, b, False) if a.id <= b.id else (b, a, False)
+
+
+def _written_ns(memory: Memory) -> int | None:
+    """When the memory's file was last written, in ns, if that was its ``updated`` second."""
+    if memory.path is None:
+        return None
+    try:
+        mtime = memory.path.stat().st_mtime_ns
+    except OSError:
+        return None
+    since = mtime - int(memory.updated.timestamp()) * 1_000_000_000
+    return mtime if 0 <= since < _WRITE_WINDOW_NS else None
 
 
 def conflicting_pairs(memories: Sequence[Memory]) -> list[Conflict]:
@@ -208,10 +271,10 @@ def conflicting_pairs(memories: Sequence[Memory]) -> list[Conflict]:
             shared = len(mine & theirs)
             if shared < t * (size + sizes[j] - shared):
                 continue  # the cheap test first: most candidates share too few words
-            older, newer = sorted((m, active[j]), key=lambda x: (x.updated, x.id))
+            older, newer, known = written_order(m, active[j])
             reason = conflict(older.body, newer.body)
             if reason:
-                found.append(Conflict(older, newer, reason))
+                found.append(Conflict(older, newer, reason, known))
         for key in keys[: size - math.ceil(2 * t * size / (1 + t) - 1e-9) + 1]:
             index.setdefault(key, []).append(i)
     return sorted(found, key=lambda c: (c.older.updated, c.older.id, c.newer.id))

@@ -7,7 +7,8 @@ Operations, in the order they are planned:
   ``created``; the others are archived with ``superseded_by`` pointing at it.
 - ``conflict``: two memories of one type in one scope that disagree
   (:func:`memdir.upkeep.conflicts.conflicting_pairs`: "pnpm over npm" / "npm over pnpm", "enable" /
-  "disable", "Postgres 15" / "16"), the older first, with the reason. Applying it changes
+  "disable", "Postgres 15" / "16"), the older first, with the reason (which says so when
+  the two were written in one second in an order that cannot be known). Applying it changes
   nothing: rules never merge or archive either of them (not even when weak), a person or a
   model decides.
 - ``archive``: memories whose strength fell below ``ARCHIVE_STRENGTH`` (0.05). Archived
@@ -249,8 +250,9 @@ def plan(md: Memdir, at: datetime, llm: LLM | None = None) -> Plan:
 
 
 def conflict_operation(found: Conflict) -> Operation:
-    """The plan's report of a conflict: the older memory first, nothing to apply."""
-    return Operation("conflict", f"they disagree: {found.reason}",
+    """The plan's report of a conflict: the older memory first (the reason says when which
+    is older is not known), nothing to apply."""
+    return Operation("conflict", f"they disagree: {found.explained}",
                      (found.older.id, found.newer.id), found.older.scope)
 
 

@@ -5,12 +5,14 @@ Given the rules' plan (:func:`memdir.upkeep.consolidate.plan`), the model
 - writes one wording for each ``merge`` that keeps every fact;
 - is shown the plan's ``conflict`` pairs first, then other related pairs (full-text search
   neighbours of the most recently changed memories), at most ``MAX_PAIRS``, each as the
-  older memory and the newer one. For each pair that contradicts, it says whether the newer
-  replaces the older, and why.
+  older memory and the newer one (:func:`memdir.upkeep.conflicts.written_order`; a pair
+  written in one second in an order that cannot be known is marked so). For each pair that
+  contradicts, it says whether the newer replaces the older, and why.
 
 Invariants:
 - A memory is archived (``supersede``) only when the model named the pair, said the newer
-  replaces the older and gave a reason; the plan's reason quotes it.
+  replaces the older and gave a reason, and which of the two is the older is known; the
+  plan's reason quotes it. A verdict that turns on an unknown order stays a ``conflict``.
 - A conflict the rules found stays a reported ``conflict`` unless so superseded: also when
   the model finds no contradiction (the reason says so) or answers something unusable.
 - An unusable answer changes nothing: the rules' plan stands as it was.
@@ -23,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from memdir.upkeep.conflicts import Conflict
+from memdir.upkeep.conflicts import Conflict, written_order
 from memdir.upkeep.consolidate import Operation, conflict_operation
 
 if TYPE_CHECKING:
@@ -41,8 +43,10 @@ _CONFLICT_PROMPT = (
     "Each numbered pair holds two memories of an AI coding assistant: A is the older, B the "
     "newer. List the pairs that contradict each other (both cannot be true now). For each, "
     "say whether B replaces A (for example a decision or a version changed since) and why, in "
-    'one sentence. Reply with JSON: {"contradictions": [{"pair": number, '
+    "one sentence; when a pair says which is newer is unknown, say false. Reply with JSON: "
+    '{"contradictions": [{"pair": number, '
     '"newer_replaces_older": true or false, "reason": "..."}]}; an empty list when none do.')
+_UNKNOWN = "\n   (A and B were written in the same second: which is newer is unknown)"
 _CONFLICT_SCHEMA: dict[str, Any] = {
     "type": "object", "required": ["contradictions"],
     "properties": {"contradictions": {"type": "array", "items": {
@@ -63,36 +67,41 @@ class Verdict:
 def with_llm(md: Memdir, ops: list[Operation], llm: LLM) -> list[Operation]:
     """The plan with the model's wording and verdicts (module docstring)."""
     out = [_worded(md, op, llm) if op.op == "merge" else op for op in ops]
-    found = {op.memories: op for op in out if op.op == "conflict"}
-    pairs = _pairs(md, out, list(found))
+    found = {frozenset(op.memories): op for op in out if op.op == "conflict"}
+    pairs = _pairs(md, out, [op.memories for op in found.values()])
     if not pairs:
         return out
-    listing = "\n".join(f"{n}. A: {a.body}\n   B: {b.body}" for n, (a, b) in enumerate(pairs, 1))
+    listing = "\n".join(f"{n}. A: {a.body}\n   B: {b.body}" + ("" if known else _UNKNOWN)
+                        for n, (a, b, known) in enumerate(pairs, 1))
     verdicts = _verdicts(llm.ask(_CONFLICT_PROMPT, listing, _CONFLICT_SCHEMA,
                                  purpose="consolidate"), len(pairs))
     if verdicts is None:
         return out  # unusable: the rules' plan as it was
     archived: set[str] = set()
-    replaced: dict[tuple[str, ...], Operation | None] = {}
+    replaced: dict[frozenset[str], Operation | None] = {}
     added: list[Operation] = []
-    for n, (old, new) in enumerate(pairs, 1):
-        key = (old.id, new.id)
+    for n, (old, new, known) in enumerate(pairs, 1):
+        key = frozenset((old.id, new.id))
         verdict = verdicts.get(n)
-        if verdict and verdict.replaces and old.id not in archived and new.id not in archived:
+        if verdict and verdict.replaces and known and not {old.id, new.id} & archived:
             archived.add(old.id)
             replaced[key] = None
             added.append(Operation("supersede", f"the LLM says the newer {new.id} replaces "
-                                                f"it: {verdict.reason}", key, old.scope))
+                                                f"it: {verdict.reason}", (old.id, new.id),
+                                   old.scope))
         elif verdict:
             said = ("the LLM says they contradict and the newer does not replace the older: "
-                    + verdict.reason)
+                    if known or not verdict.replaces else
+                    "the LLM says one replaces the other, but which was written first is "
+                    "unknown: check them: ") + verdict.reason
             if key in found:
                 replaced[key] = _noted(found[key], "; " + said)
             else:
-                added.append(conflict_operation(Conflict(old, new, said)))
+                added.append(conflict_operation(Conflict(old, new, said, known)))
         elif key in found:
             replaced[key] = _noted(found[key], "; the LLM found no contradiction: check them")
-    kept = [replaced.get(op.memories, op) if op.op == "conflict" else op for op in out]
+    kept = [replaced.get(frozenset(op.memories), op) if op.op == "conflict" else op
+            for op in out]
     return [op for op in kept if op is not None] + added
 
 
@@ -113,15 +122,16 @@ def _noted(op: Operation, note: str) -> Operation:
 
 
 def _pairs(md: Memdir, ops: list[Operation],
-           conflicts: list[tuple[str, ...]]) -> list[tuple[Memory, Memory]]:
-    """The conflicts first, then related pairs no other operation touches; older first."""
-    pairs: list[tuple[Memory, Memory]] = []
+           conflicts: list[tuple[str, ...]]) -> list[tuple[Memory, Memory, bool]]:
+    """The conflicts first, then related pairs no other operation touches: (older, newer,
+    whether that order is known)."""
+    pairs: list[tuple[Memory, Memory, bool]] = []
     seen: set[frozenset[str]] = set()
 
     def add(a: Memory, b: Memory) -> None:
         if len(pairs) < MAX_PAIRS and frozenset((a.id, b.id)) not in seen:
             seen.add(frozenset((a.id, b.id)))
-            pairs.append((a, b) if (a.updated, a.id) <= (b.updated, b.id) else (b, a))
+            pairs.append(written_order(a, b))
 
     for older, newer in conflicts:
         add(md._find(older), md._find(newer))

@@ -14,8 +14,8 @@ import re
 from functools import lru_cache
 
 __all__ = ["ADVERBS", "ANTONYM", "ANTONYMS", "EARLIER", "FUNCTION", "LATER", "LIGHT",
-           "NEGATIONS", "NUMBER", "PIVOTS", "PREFER", "SEQUENCE", "SKIP", "is_number",
-           "negation", "stem"]
+           "NEGATIONS", "NUMBER", "PIVOTS", "PREFER", "SEQUENCE", "SKIP", "distinct",
+           "is_number", "negation", "stem"]
 
 # A number is a token of its own ("15", "3.12", "2026-03-10", "02", "5s", "100mb") or a
 # version ("v2", "uuidv7"); digits inside a name ("billing0", "amd64", "e2e") are the name's,
@@ -99,3 +99,9 @@ def is_number(token: str) -> bool:
 def negation(token: str) -> bool:
     """Whether a token negates what follows it ("not", "never", "avoid", any "...n't")."""
     return token in NEGATIONS or token.endswith("n't") or token == "dont"
+
+
+def distinct(tokens: list[str]) -> list[str]:
+    """The stems of the distinctive tokens, in order: not function, light or negation words."""
+    return [stem(t) for t in tokens if t not in FUNCTION and t not in LIGHT
+            and not negation(t)]

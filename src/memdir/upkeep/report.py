@@ -224,9 +224,10 @@ def _conflicts(md: Memdir, dirs: Sequence[MemoryDir]) -> list[Problem]:
     for scope in dict.fromkeys(d.scope for d in dirs):
         for found in conflicting_pairs(md.list(scopes=[scope])):
             older, newer = found.older, found.newer
+            which = "the newer " if found.ordered else ""  # the reason says it is unknown
             out.append(Problem(
                 "memory-conflict", f"{older.path or older.id} and {newer.path or newer.id}",
-                f"{older.id} and the newer {newer.id} disagree: {found.reason}", RESOLVE))
+                f"{older.id} and {which}{newer.id} disagree: {found.explained}", RESOLVE))
     return out
 
 
