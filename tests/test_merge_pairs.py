@@ -24,8 +24,10 @@ from memdir.upkeep.consolidate import MERGE_SIMILARITY, near_duplicate
 DATA = Path(__file__).parent / "data" / "near_duplicates.jsonl"
 PAIRS: list[dict[str, Any]] = [json.loads(line) for line in DATA.read_text("utf-8").splitlines()
                                if line.strip()]
-SAME_KINDS = {"reorder", "paraphrase", "converse", "extra-detail", "typo"}
-OTHER_KINDS = {"swapped-order", "antonym", "number", "negation", "different-fact"}
+SAME_KINDS = {"reorder", "paraphrase", "converse", "extra-detail", "typo", "article"}
+OTHER_KINDS = {"swapped-order", "antonym", "number", "negation", "different-fact",
+               "number-word", "unit", "named-alternative", "reversed-relation",
+               "different-subject"}
 #: Kinds whose pairs are never the same memory and which the rule must never merge.
 NEVER_MERGE = ("swapped-order", "antonym", "number", "negation")
 

@@ -1,72 +1,80 @@
-"""Conflicts: two memories that are about the same thing and say opposite things of it.
+"""Conflicts: two memories that make a claim about the same subject with different values
+or opposite polarity.
 
-Two uses, one rule (no LLM, so it runs on every ``memdir store`` and every plan):
+One rule (no LLM, so it runs on every ``memdir store`` and every plan), three uses: the
+store-time warning (:func:`find_conflicts`, any type, any scope in play), consolidation's
+``conflict`` operations and ``memdir doctor`` (:func:`conflicting_pairs`, over a whole store).
 
-- seed 004: "before saving a private feedback memory, check that it does not contradict a
-  team feedback memory" (:func:`find_conflicts`, a warning at store time);
-- consolidation and ``memdir doctor`` (:func:`conflicting_pairs`): memories of one type in
-  one scope that disagree are reported as a conflict and never merged by rules.
+Two claims (the text before ``**Why:**`` / ``**How to apply:**``) conflict when:
 
-Two memory texts conflict when their claims (the text before ``**Why:**`` / ``**How to
-apply:**``) are about one thing and say opposite things of it:
+- **laid side by side** (:func:`memdir.upkeep.alignment.align`) they differ in one value of
+  the predicate: an amount ("port 8005" / "9999", "two" / "three approvals", "10 MB" /
+  "10 GB"), a name of one kind ("Datadog" / "Grafana Loki", "Go" / "Rust", "us-east-1" /
+  "eu-west-1"; an unknown name only where a value goes), opposites ("up" / "down",
+  "read-only" / "read-write"), a negation; or the relation is reversed ("Redirect HTTP to
+  HTTPS" / "HTTPS to HTTP"). A difference in the subject (before the predicate: "service
+  172" / "service 271", "the API" / "the admin API") means two subjects: never a conflict,
+  whatever else differs;
+- or, in other words for the rest, the stance read by :func:`memdir.upkeep.claims.disagreement`
+  flips (a preference reversed, a word one rejects and the other asserts, an order reversed,
+  antonyms when the rest of the words are ``CLOSE`` to the same, one number replaced when
+  the rest is the same words), between claims that share ``SAME_WORDS`` of their distinctive
+  words (Jaccard), or for the store-time warning a topic (``TOPIC_OVERLAP`` of the shorter
+  claim's topic words).
 
-- **one thing**: for the store-time warning (:func:`contradicts`), the same topic: at least
-  ``MIN_SHARED`` topic words shared, and at least ``TOPIC_OVERLAP`` of the shorter claim's
-  topic words (topic words are :func:`memdir.retrieval.similarity.content_words` without function
-  and polarity words, lightly stemmed: "mocks", "mocking" -> "mock"). For consolidation and
-  doctor (:func:`conflict`), the same claim: at least ``SAME_WORDS`` of the two claims'
-  distinctive words shared (Jaccard). The topic is too loose there: in a store of thousands
-  of memories written from templates ("Release steps: ... under 620 ms" / "... 865 ms") it
-  paired unrelated memories, and a conflict holds both memories out of every merge and
-  archive. The store-time warning accepts the same claim too ("Enable HTTP/2" and "Disable
-  HTTP/2" share one topic word).
-- **opposite**: one rule for both uses, :func:`opposite`: a disagreement
-  (:func:`memdir.upkeep.claims.disagreement`: a word one rejects and the other asserts, a
-  preference or an order reversed, antonyms, other numbers) or the same words crossed
-  (:func:`memdir.upkeep.claims.reordered`: around a relational word such as over / to /
-  from, or two numbers crossed). The weak signs count only when nothing else differs:
-  antonyms when the rest of the words are ``CLOSE`` to the same; other numbers and crossed
-  words when the rest is the same words ("Logs are kept for 30 days" / "Metrics are kept
-  for 90 days" share a topic, but are two claims). The store-time warning used to accept
-  any of them on a shared topic; now it misses an antonym beside another wording ("dark
-  mode" / "the light theme", listed in ``tests/test_conflicts.py``).
+Over a whole store one more test holds: a subject given more than
+:data:`memdir.upkeep.candidates.FANOUT` values is a list, not a conflict ("Priya owns the _
+service" for five services); see :mod:`memdir.upkeep.candidates`, which also finds the pairs
+to compare in bounded work per memory.
 
 Which of the two is older (:class:`Conflict`, :func:`written_order`): ``updated``, to the
 second; in one second, the files' nanosecond mtimes; else unknown, and the reason says so
 (consolidation never lets a model's verdict archive one of such a pair).
 
-The threshold was chosen on the labelled pairs in ``tests/test_conflicts.py``
-(contradictions, paraphrases, unrelated texts, same topic with the same polarity): the
-lowest of the most accurate, for recall on long team memories. With :func:`opposite` as
-strict as consolidation's, accuracy is flat from 0.8 to 1.0; 0.6 and 0.7 also warn about a
-neighbouring claim ("Avoid network calls in unit tests" / "Integration tests make network
-calls"); on ``tests/data/near_duplicates.jsonl`` 0.6 to 0.8 warn about the same pairs.
-Word overlap cannot see number words ("two approvals" vs "one") nor tell every
-neighbouring claim from the same one ("request bodies" vs "every request"); those pairs are
-listed there as known misses. A reported conflict is a warning for a person to read, never
-a refusal.
+A reported conflict is a warning for a person to read, never a refusal: both memories stay.
 
 Invariants: :func:`conflict` and :func:`contradicts` are symmetric (in whether they find a
 conflict); :func:`written_order` does not depend on the order of its arguments;
-:func:`conflicting_pairs` finds every pair :func:`conflict` accepts without comparing every
-pair (prefix filtering, tests/test_conflicts.py checks it against all pairs).
+:func:`conflicting_pairs` does bounded work per memory (never every pair).
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from memdir.core.model import Memory
 from memdir.retrieval.similarity import content_words
+from memdir.upkeep.alignment import Alignment, align, slots
+from memdir.upkeep.candidates import (
+    FANOUT,
+    skeleton_keys,
+    skeletons,
+    slot_key,
+    word_neighbours,
+)
 from memdir.upkeep.claims import disagreement, read, reordered
 from memdir.upkeep.lexicon import is_number, negation, stem
 
-__all__ = ["CLOSE", "CONFLICT_TYPES", "MIN_SHARED", "RESOLVE", "SAME_WORDS", "TOPIC_OVERLAP",
-           "UNORDERED", "Conflict", "conflict", "conflicting_pairs", "contradicts",
-           "find_conflicts", "opposite", "topic_overlap", "written_order"]
+__all__ = [
+    "CLOSE",
+    "CONFLICT_TYPES",
+    "MIN_SHARED",
+    "RESOLVE",
+    "SAME_WORDS",
+    "TOPIC_OVERLAP",
+    "UNORDERED",
+    "Conflict",
+    "claim_of",
+    "conflict",
+    "conflicting_pairs",
+    "contradicts",
+    "find_conflicts",
+    "opposite",
+    "topic_overlap",
+    "written_order",
+]
 
 # Types whose memories tell the agent how to behave, across the presets: a private one that
 # says the opposite of the team's is worth a warning.
@@ -101,7 +109,7 @@ _FUNCTION = frozenset("""
 """.split())
 
 
-def _claim(text: str) -> str:
+def claim_of(text: str) -> str:
     """The memory's claim: its text before the Why / How to apply explanation (the text
     itself when it has none, so :func:`memdir.upkeep.claims.read` reads it once for both rules)."""
     found = _CLAIM_END.search(text)
@@ -123,18 +131,22 @@ def _topic(claim: str) -> frozenset[str]:
 
 def topic_overlap(a: str, b: str) -> tuple[int, float]:
     """Shared topic words of two texts' claims, and their share of the shorter claim's."""
-    left, right = _topic(_claim(a)), _topic(_claim(b))
+    left, right = _topic(claim_of(a)), _topic(claim_of(b))
     shared = len(left & right)
     return shared, shared / min(len(left), len(right)) if left and right else 0.0
 
 
 def contradicts(a: str, b: str, *, threshold: float = TOPIC_OVERLAP) -> bool:
-    """Whether two memory texts are about the same topic and say opposite things of it (the
-    store-time warning): topic overlap or the same claim, and :func:`opposite` (the rule
-    :func:`conflict` applies too)."""
+    """Whether two memory texts make one claim with two values or two polarities (the
+    store-time warning): :func:`conflict`, or on a shared topic (``threshold`` of the
+    shorter claim's topic words) the stance rule of :func:`opposite`."""
+    ca, cb = claim_of(a), claim_of(b)
+    lined = align(ca, cb)
+    if lined.verdict in ("conflict", "same", "converse", "subject"):
+        return lined.verdict == "conflict"
     shared, overlap = topic_overlap(a, b)
     if shared >= MIN_SHARED and overlap >= threshold:
-        return opposite(_claim(a), _claim(b)) is not None
+        return opposite(ca, cb, lined) is not None
     return conflict(a, b) is not None
 
 
@@ -143,24 +155,28 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 
 def conflict(a: str, b: str) -> str | None:
-    """Why two memory texts make one claim two opposite ways (module docstring), or None:
-    at least ``SAME_WORDS`` of their claims' distinctive words shared, and :func:`opposite`."""
-    ca, cb = _claim(a), _claim(b)
+    """Why two memory texts make one claim with two values or two polarities (module
+    docstring), or None."""
+    ca, cb = claim_of(a), claim_of(b)
+    lined = align(ca, cb)
+    if lined.verdict in ("conflict", "same", "converse", "subject"):
+        return lined.reason or None
     if _jaccard(read(ca).content, read(cb).content) < SAME_WORDS:
         return None
-    return opposite(ca, cb)
+    return opposite(ca, cb, lined)
 
 
-def opposite(ca: str, cb: str) -> str | None:
-    """Why two claims say opposite things, or None; the one rule of both uses. A
-    disagreement; antonyms, a weak sign, only when the rest of the words are ``CLOSE`` to the
-    same (Jaccard); other numbers and crossed words, the weakest, only when the rest is the
-    same words. The rest: the distinctive words without numbers and without the function
-    and light verbs of the topic ("keep", "use", "make": "Keep the limit at 100" / "The
-    limit is 120" is one claim). "Logs are kept for 30 days" / "Metrics are kept for 90
-    days", "staging ... port 5432" / "production ... port 5433", "stay under 620 ms" / "865
-    ms" in two otherwise other texts, and "writer 3" / "writer 5" naming two items are
-    not."""
+def opposite(ca: str, cb: str, lined: Alignment | None = None) -> str | None:
+    """Why two claims say opposite things by their stance, or None (the rule for claims
+    that differ in more than one value). A disagreement; antonyms, a weak sign, only when
+    the rest of the words are ``CLOSE`` to the same (Jaccard); one number replaced and
+    crossed words, the weakest, only when the rest is the same words. The rest: the
+    distinctive words without numbers and without the function and light verbs of the topic
+    ("keep", "use", "make": "Keep the limit at 100" / "The limit is 120" is one claim).
+    Two claims whose subjects differ (``lined``) never conflict."""
+    lined = lined or align(ca, cb)
+    if lined.subject_differs:
+        return None
     wa, wb = _rest(ca), _rest(cb)
     found = disagreement(ca, cb)
     if found is None:  # the same words crossed: the same claim only if no other word differs
@@ -168,9 +184,17 @@ def opposite(ca: str, cb: str) -> str | None:
         return crossed if crossed and wa == wb else None
     if found.kind == "antonym":
         return found.reason if _jaccard(wa - found.words, wb - found.words) >= CLOSE else None
-    if found.kind == "numbers" and wa != wb:
+    if found.kind == "numbers" and (wa != wb or not _one_number(ca, cb)):
         return None
     return found.reason
+
+
+def _one_number(ca: str, cb: str) -> bool:
+    """Whether exactly one amount of one claim is replaced by one of the other ("limit at
+    100" / "limit is 120"), not two ("service 172, port 8172" / "service 271, port 8271")."""
+    ka = {s.key for s in slots(ca) if s.kind == "amount"}
+    kb = {s.key for s in slots(cb) if s.kind == "amount"}
+    return len(ka - kb) == 1 and len(kb - ka) == 1
 
 
 def _rest(claim: str) -> frozenset[str]:
@@ -182,10 +206,30 @@ def _rest(claim: str) -> frozenset[str]:
 
 
 def find_conflicts(memory: Memory, candidates: Iterable[Memory]) -> list[Memory]:
-    """The candidates (team memories) that ``memory`` contradicts, most relevant first."""
-    found = [c for c in candidates
-             if c.id != memory.id and c.status == "active" and contradicts(memory.body, c.body)]
+    """The candidates (the memory's neighbours in the store) that ``memory`` contradicts,
+    most relevant first. A value the neighbours give more than ``FANOUT`` others of is a
+    list's, not a conflict's (:mod:`memdir.upkeep.candidates`)."""
+    others = [c for c in candidates if c.id != memory.id and c.status == "active"]
+    found = [c for c in others if contradicts(memory.body, c.body)]
+    if found:
+        fillers: dict[tuple[int, int], set[tuple[str, ...]]] = {}
+        for m in [memory, *others]:
+            for key, filler in skeleton_keys([s.key for s in slots(claim_of(m.body))]):
+                fillers.setdefault(key, set()).add(filler)
+        found = [c for c in found if not _listed(memory, c, fillers)]
     return sorted(found, key=lambda m: -m.relevance)
+
+
+def _listed(a: Memory, b: Memory, fillers: dict[tuple[int, int], set[tuple[str, ...]]]
+            ) -> bool:
+    """Whether the one value two memories differ in is a slot that more than ``FANOUT``
+    values fill among ``fillers`` (a list)."""
+    claim = claim_of(a.body)
+    lined = align(claim, claim_of(b.body))
+    if lined.slot is None:
+        return False
+    key = slot_key([s.key for s in slots(claim)], *lined.slot)
+    return len(fillers.get(key, ())) > FANOUT
 
 
 @dataclass(frozen=True)
@@ -236,45 +280,26 @@ def _written_ns(memory: Memory) -> int | None:
 
 
 def conflicting_pairs(memories: Sequence[Memory]) -> list[Conflict]:
-    """Every pair of the active memories given, of one type and scope, that :func:`conflict`
-    accepts, the oldest pair first; without comparing every pair.
-
-    Prefix filtering (AllPairs): with the words of every claim in one order (rarest first),
-    two claims sharing ``o`` words have the first shared word within the first ``len - o +
-    1`` words of each. Jaccard >= t means ``o >= t * len`` of the longer claim and ``o >=
-    2t / (1 + t) * len`` of the shorter, so memories are visited shortest first, each probes
-    the index with its first ``len - ceil(t * len) + 1`` words, then enters its first ``len -
-    ceil(2t / (1 + t) * len) + 1``, and only the pairs that meet there are compared."""
-    active = sorted((m for m in memories if m.status == "active"),
-                    key=lambda m: len(read(_claim(m.body)).content))
-    words = [read(_claim(m.body)).content for m in active]
-    sizes = [len(mine) for mine in words]
-    counts: dict[tuple[str, str, str], int] = {}
-    for m, mine in zip(active, words, strict=True):
-        for w in mine:
-            counts[(m.type, m.scope, w)] = counts.get((m.type, m.scope, w), 0) + 1
-    rank = {key: n for n, key in enumerate(sorted(counts, key=lambda k: (counts[k], k)))}
-    t = SAME_WORDS
-    index: dict[int, list[int]] = {}
+    """The pairs of the active memories given (any types and scopes) that conflict, the
+    oldest pair first; the pairs compared come from :mod:`memdir.upkeep.candidates` (bounded
+    work per memory), and a subject with more than ``FANOUT`` values in the store is a list,
+    never a conflict."""
+    active = [m for m in memories if m.status == "active"]
+    claims = [claim_of(m.body) for m in active]
+    keys = [[s.key for s in slots(c)] for c in claims]
+    index = skeletons(keys)
+    pairs = set(index.pairs) | word_neighbours([read(c).content for c in claims])
     found = []
-    for i, (m, mine) in enumerate(zip(active, words, strict=True)):
-        keys = sorted(rank[(m.type, m.scope, w)] for w in mine)  # the rarest word first
-        size = len(keys)
-        candidates: set[int] = set()
-        for key in keys[: size - math.ceil(t * size - 1e-9) + 1]:  # shorter ones whose prefix
-            candidates.update(index.get(key, ()))          # meets this one's
-        smallest = t * size
-        for j in candidates:
-            if sizes[j] < smallest:
-                continue  # too short to share half of the words
-            theirs = words[j]
-            shared = len(mine & theirs)
-            if shared < t * (size + sizes[j] - shared):
-                continue  # the cheap test first: most candidates share too few words
-            older, newer, known = written_order(m, active[j])
-            reason = conflict(older.body, newer.body)
-            if reason:
-                found.append(Conflict(older, newer, reason, known))
-        for key in keys[: size - math.ceil(2 * t * size / (1 + t) - 1e-9) + 1]:
-            index.setdefault(key, []).append(i)
+    for i, j in sorted(pairs):
+        older, newer, known = written_order(active[i], active[j])
+        first = claims[i] if older is active[i] else claims[j]
+        second = claims[j] if older is active[i] else claims[i]
+        reason = conflict(first, second)
+        if not reason:
+            continue
+        lined = align(first, second)
+        if lined.slot is not None and slot_key(keys[i] if first is claims[i] else keys[j],
+                                               *lined.slot) in index.lists:
+            continue  # one of many values of a list ("Priya owns the _ service")
+        found.append(Conflict(older, newer, reason, known))
     return sorted(found, key=lambda c: (c.older.updated, c.older.id, c.newer.id))

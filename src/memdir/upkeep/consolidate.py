@@ -50,9 +50,11 @@ from memdir.core.dates import absolutize_dates, anchor_day
 from memdir.core.model import RELEVANCE_WORDS, Memory, Scope, format_time
 from memdir.retrieval.search import strength
 from memdir.retrieval.similarity import similarity
+from memdir.upkeep.alignment import align, slots
 from memdir.upkeep.claims import disagreement, read, reordered
-from memdir.upkeep.conflicts import Conflict, conflicting_pairs
+from memdir.upkeep.conflicts import Conflict, claim_of, conflicting_pairs
 from memdir.upkeep.history import history, undo_last
+from memdir.upkeep.lexicon import stem
 
 if TYPE_CHECKING:
     from memdir.llm.client import LLM
@@ -71,6 +73,13 @@ ARCHIVE_STRENGTH = 0.05
 # embeddings score such pairs 0.9+ too. Overlap >= 0.5 plus the guards of near_duplicate
 # merges no different facts: a missed merge costs little, a wrong one loses a fact.
 MERGE_SIMILARITY = 0.5
+# Two wordings whose distinctive words differ only in these (modality, permission, the verb
+# that turns a fact into a rule) share fewer words; they merge from this overlap.
+REWORDED_SIMILARITY = 0.4
+_GRAMMAR = frozenset(stem(w) for w in """
+    keep make must should need needs required require requires allowed allow ensure because
+    since want wants can may will get stay set are being been ever
+""".split())
 _NUMBER = re.compile(r"\d+(?:[.:,]\d+)*")
 _NEGATION = re.compile(r"\b(?:not|no|never|don't|dont|doesn't|isn't|without|disable\w*)\b")
 # Where an added number is an aside, not a new fact: brackets, dates, years.
@@ -115,17 +124,33 @@ def near_duplicate(a: str, b: str) -> bool:
     and nothing read as a disagreement (:func:`memdir.upkeep.claims.disagreement`: a word one
     rejects and the other asserts, an order reversed, antonyms) or a reordering around a
     pivot (:func:`memdir.upkeep.claims.reordered`: "pnpm over npm" vs "npm over pnpm")."""
-    ra, rb = read(a), read(b)  # cached: the cheapest test first
+    lined = align(claim_of(a), claim_of(b))  # cached, like read
+    if lined.verdict in ("same", "converse"):
+        return True  # the same slots, or one relation said both ways round
+    if lined.verdict == "conflict" or lined.values_differ or _amount_replaced(a, b):
+        return False
+    ra, rb = read(a), read(b)
     small, large = sorted((ra, rb), key=lambda r: len(r.words))
-    if not small.words <= large.words or (large.words - small.words) & large.added:
-        return False  # a word swapped, or another item added: "amd64" / "amd64 and arm64"
-    if similarity(a, b) < MERGE_SIMILARITY:
+    if small.words <= large.words and not (large.words - small.words) & large.added:
+        if similarity(a, b) < MERGE_SIMILARITY:
+            return False
+    elif (ra.content ^ rb.content) - _GRAMMAR or similarity(a, b) < REWORDED_SIMILARITY:
+        # Not a word swapped for another, nor another item added ("amd64" / "amd64 and
+        # arm64"), unless only the grammar changed: "Never force-push" / "Force-pushing is
+        # never allowed", "Tasks must be idempotent" / "Make tasks idempotent".
         return False
     low_a, low_b = a.lower(), b.lower()
     if not _same_numbers(low_a, low_b) or \
             set(_NEGATION.findall(low_a)) != set(_NEGATION.findall(low_b)):
         return False
     return disagreement(a, b) is None and reordered(a, b) is None
+
+
+def _amount_replaced(a: str, b: str) -> bool:
+    """Whether each text has an amount the other lacks: "10%" / "10 GB", "30s" / "30m"."""
+    ka = {s.key for s in slots(a) if s.kind == "amount"}
+    kb = {s.key for s in slots(b) if s.kind == "amount"}
+    return bool(ka - kb) and bool(kb - ka)
 
 
 def _same_numbers(a: str, b: str) -> bool:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-__all__ = ["ADVERBS", "ANTONYM", "ANTONYMS", "EARLIER", "FUNCTION", "LATER", "LIGHT",
+__all__ = ["ADVERBS", "ANTONYM", "ANTONYMS", "EARLIER", "FUNCTION", "IRREGULAR", "LATER", "LIGHT",
            "NEGATIONS", "NUMBER", "PIVOTS", "PREFER", "SEQUENCE", "SKIP", "distinct",
            "is_number", "negation", "stem"]
 
@@ -69,12 +69,30 @@ ANTONYMS = (
 )
 
 
+# Irregular forms of the verbs memories are written with: "built" is "build".
+IRREGULAR = {w: base for base, forms in (
+    ("build", "built"), ("write", "wrote written"), ("run", "ran"), ("send", "sent"),
+    ("keep", "kept"), ("make", "made"), ("take", "took taken"), ("go", "went gone"),
+    ("hold", "held"), ("choose", "chose chosen"), ("give", "gave given"), ("find", "found"),
+    ("leave", "left"), ("read", "read"), ("get", "got gotten"), ("bring", "brought"),
+    ("begin", "began begun"), ("break", "broke broken"), ("drive", "drove driven"),
+    ("hide", "hid hidden"), ("rise", "rose risen"), ("speak", "spoke spoken"),
+    ("catch", "caught"), ("teach", "taught"), ("think", "thought"), ("buy", "bought"),
+    ("sell", "sold"), ("tell", "told"), ("say", "said"), ("pay", "paid"), ("lose", "lost"),
+    ("mean", "meant"), ("spend", "spent"), ("lead", "led"), ("feed", "fed"),
+    ("shut", "shut"), ("bind", "bound"), ("throw", "threw thrown"), ("grow", "grew grown"),
+    ("know", "knew known"), ("draw", "drew drawn"), ("show", "shown"), ("forbid",
+                                                                          "forbade forbidden"),
+) for w in forms.split()}
+
+
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """A light stem: the same for "mock", "mocks", "mocked", "mocking" and "rebase",
     "rebasing" (not a linguist's stem: only consistent on the forms that matter here)."""
     if any(c.isdigit() for c in word) or "." in word or "/" in word:
         return word
+    word = IRREGULAR.get(word, word)
     for suffix in ("ing", "ed", "es", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss") \
                 and not word.endswith("eed"):  # need, succeed, proceed

@@ -1,0 +1,384 @@
+"""Two claims laid side by side: which words differ, and whether that is the same thing said
+with another value, another thing, or the same claim in other words.
+
+A claim is read into *slots* (:func:`slots`): lower-cased tokens, lightly stemmed; number
+words as numbers and a number with its unit as one amount (:func:`memdir.upkeep.values.quantity`:
+"10 MB", "two", "30s"); "don't" as "do not"; copulas ("is", "are", ":", "=") as one token;
+articles and fillers (:data:`memdir.upkeep.values.ARTICLES`) left out. :func:`align` lines two
+claims up (longest matching blocks) and classifies each stretch that differs:
+
+- a *value*: one amount for another of the same dimension ("8005" / "9999", "10 MB" /
+  "10 GB", "two" / "three"), opposites ("up" / "down", "read-only" / "read-write"), one name
+  for another ("Datadog" / "Grafana Loki", "Go" / "Rust", "us-east-1" / "eu-west-1"), or a
+  negation said or not ("do not");
+- *other* words: anything else ("a green build" for "two approvals").
+
+Where a stretch sits decides what it means: before the predicate (the first verb,
+auxiliary or copula; :func:`memdir.upkeep.values.is_verb`) it names the *subject*, after it,
+the *value*. "Service 172 listens on port 8172" / "Service 271 listens on port 8271" differ
+in the subject first: two services, no conflict. "The API rate limit is 100" / "The admin
+API rate limit is 1000" too. "Service 5 listens on port 8005" / "... port 9999" differ in
+one value only: one subject, two values, a conflict. For verbs whose subject is the value
+("Priya owns the billing service", :data:`memdir.upkeep.values.INVERSE`) the sides swap.
+
+The same words crossed around a pivot are a reversed relation ("Redirect HTTP to HTTPS" /
+"Redirect HTTPS to HTTP"); crossed around a copula ("Postgres 15 is the database" / "The
+database is Postgres 15") or with the pivot turned to its converse ("X before Y" / "Y
+after X") they are the same claim.
+
+Invariants: :func:`align` is symmetric in its verdict and pure; a reason quotes the texts'
+own words; nothing here knows more than the two texts (a store-wide test of how many values
+one subject has is :mod:`memdir.upkeep.conflicts`'s).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+from functools import lru_cache
+
+from memdir.upkeep.claims import disagreement
+from memdir.upkeep.lexicon import FUNCTION, LIGHT, stem
+from memdir.upkeep.values import (
+    ARTICLES,
+    AUXILIARIES,
+    COORDINATORS,
+    COPULAS,
+    INVERSE,
+    NEGATING,
+    NUMBER_WORDS,
+    UNITS,
+    antonyms,
+    is_verb,
+    name_kind,
+    named,
+    quantity,
+)
+
+__all__ = ["Alignment", "Slot", "align", "slots"]
+
+_TOKEN = re.compile(r"`[^`\n]{1,80}`|[\w$%µ#@]+(?:['’\-./:@+][\w$%#]+)*\+*"
+                    r"|->|→|=|/|&|:(?=\s|$)")
+_SENTENCE_END = re.compile(r"(?:^|[.!?:;\n]\s*|^\s*[-*]\s+|\n\s*[-*]\s+)$")
+_NOT = {"don't": ("do", "not"), "doesn't": ("does", "not"), "didn't": ("did", "not"),
+        "isn't": ("is", "not"), "aren't": ("are", "not"), "wasn't": ("was", "not"),
+        "weren't": ("were", "not"), "can't": ("can", "not"), "cannot": ("can", "not"),
+        "won't": ("will", "not"), "shouldn't": ("should", "not"), "mustn't": ("must", "not"),
+        "haven't": ("have", "not"), "hasn't": ("has", "not"), "dont": ("do", "not"),
+        "wouldn't": ("would", "not"), "couldn't": ("could", "not")}
+BE = "<be>"
+# Pivots that make a crossing a paraphrase, not a reversal: a copula ("X is Y" / "Y is X")
+# and the converses of order and place.
+_DIGITS = re.compile(r"\d+")
+_DETERMINERS = frozenset("the a an all every each your our any".split())
+_SCALES = {"hundred": 100, "thousand": 1000, "million": 1000000}
+_PREPOSITIONS = frozenset("in into to on onto at from via by under behind through".split())
+# An event's verb ("I talked to Emi"): two events may both have happened. A change of
+# state ("moved to", "switched to") replaces the old value all the same.
+_STATE_CHANGE = frozenset("moved switched migrated changed relocated upgraded downgraded "
+                          "renamed transferred".split())
+_IRREGULAR_PAST = frozenset("went was were had did got saw met ran came took made said told "
+                            "gave left bought ate wrote sent spent found thought felt heard "
+                            "brought caught drove flew kept lost paid put read sat stood "
+                            "taught won".split())
+_FIRM = frozenset({BE} | {stem(w) for w in AUXILIARIES})
+_IDENTIFY = frozenset(stem(w) for w in "required needed used recommended preferred supported "
+                      "default target minimum maximum".split())
+_CONVERSE = {stem(x): stem(y) for x, y in (("before", "after"), ("after", "before"),
+                                            ("above", "below"), ("below", "above"),
+                                            ("over", "under"), ("under", "over"))}
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One token of a claim: ``key`` is what alignment compares; ``kind`` is ``amount``,
+    ``name``, ``neg``, ``verb``, ``cap`` (a capital at a sentence's start: maybe a name) or
+    ``word``; ``text`` the words as written."""
+
+    key: str
+    kind: str
+    text: str
+
+
+@lru_cache(maxsize=65536)
+def slots(claim: str) -> tuple[Slot, ...]:
+    """The slots of a claim (module docstring), in order."""
+    raw: list[tuple[str, bool]] = []
+    for found in _TOKEN.finditer(claim.replace("’", "'")):
+        start = _SENTENCE_END.search(claim[max(0, found.start() - 4):found.start()]) is not None
+        raw.append((found.group(), start))
+    out: list[Slot] = []
+    i = 0
+    while i < len(raw):
+        surface, start = raw[i]
+        low = surface.lower()
+        i += 1
+        if low in _NOT:
+            verb, _ = _NOT[low]
+            out += [Slot(stem(verb), "verb", surface), Slot("not", "neg", surface)]
+            continue
+        if low.endswith("n't"):
+            out += [Slot(stem(low[:-3]), "verb", surface), Slot("not", "neg", surface)]
+            continue
+        if low.endswith("'s"):
+            low, surface = low[:-2], surface[:-2]
+        if low in ARTICLES:
+            if out and out[-1].key == BE and low in ("the", "a", "an"):
+                out[-1] = Slot(BE, "verb", f"{out[-1].text} {surface}")  # "is the": identity
+            continue
+        following = raw[i][0].lower() if i < len(raw) else ""
+        if start and following in _DETERMINERS and low not in _DETERMINERS \
+                and not named(surface, sentence_start=True) and quantity(low) is None:
+            out.append(Slot(stem(low), "verb", surface))  # "Apply the migration": a command
+            continue
+        while low in NUMBER_WORDS and following in _SCALES:  # "one thousand" -> 1000
+            low = str(NUMBER_WORDS[low] * _SCALES[following])
+            surface = f"{surface} {raw[i][0]}"
+            i += 1
+            following = raw[i][0].lower() if i < len(raw) else ""
+        unit = raw[i][0].lower() if i < len(raw) else None
+        amount = quantity(low, unit if unit in UNITS else None)
+        if amount is not None:
+            text = surface
+            if unit in UNITS and not amount.startswith("n:"):
+                text = f"{surface} {raw[i][0]}"
+                i += 1
+            out.append(Slot(amount, "amount", text))
+        elif low in NEGATING:
+            out.append(Slot("not", "neg", surface))
+        elif low in COPULAS or low == ":":
+            out.append(Slot(BE, "verb", surface))
+        elif low in COORDINATORS:
+            out.append(Slot(low, "word", surface))
+        elif named(surface, sentence_start=start):
+            out.append(Slot(low.strip("`"), "name", surface))
+        elif is_verb(low):
+            out.append(Slot(stem(low), "verb", surface))
+        else:  # a capital at a sentence's start may be a name ("Priya owns ...")
+            out.append(Slot(stem(low), "cap" if surface[:1].isupper() else "word", surface))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """How two claims differ. ``verdict``: ``same`` (no slot differs), ``conflict`` (one
+    subject, another value; ``reason`` says which), ``subject`` (they are about different
+    things), ``converse`` (the same claim, its relation turned around) or ``other`` (other
+    words; rules cannot tell). ``subject_differs``: some words that differ name the
+    subject (the merge rule never joins such a pair). ``values``: the amounts that differ
+    (how many of them the rule saw)."""
+
+    verdict: str
+    reason: str = ""
+    subject_differs: bool = False
+    amounts: int = 0
+    slot: tuple[int, int] | None = None  # (a slot's start, end) of a one-value conflict
+    # Some stretch is another value, or only the subject differs ("the API" / "the admin
+    # API"): the merge rule's veto.
+    values_differ: bool = False
+
+
+def _cue(seq: tuple[Slot, ...]) -> int | None:
+    """Where the predicate starts: the first verb, auxiliary or copula (a negation at the
+    start is an imperative's: "Never use X")."""
+    if seq and seq[0].kind == "neg":
+        return 0  # an imperative: "Never mock the clock"
+    first = next((n for n, s in enumerate(seq) if s.kind == "verb"), None)
+    if first is not None and first > 0 and seq[first].key not in _FIRM:
+        # A noun that can be a verb ("Tech lead ... is Mei"): a copula or an auxiliary
+        # soon after is the predicate.
+        firm = next((n for n, s in enumerate(seq[:first + 6]) if s.key in _FIRM and n > first
+                     and not any(t.key == "," for t in seq[first:n])), None)
+        if firm is not None:
+            return firm
+    if first is None and seq and seq[0].kind == "cap":
+        return 0  # no verb known, a plain word first: a command ("Round prices up")
+    return first
+
+
+def _kind(left: tuple[Slot, ...], right: tuple[Slot, ...]) -> str:
+    """What a stretch that differs is: amount, antonym, name, negation or other."""
+    if not left or not right:
+        rest = [s for s in left or right if s.key not in AUXILIARIES and s.kind != "neg"]
+        return "negation" if not rest and any(s.kind == "neg" for s in left or right) else "other"
+    if len(left) == len(right) == 1:
+        x, y = left[0], right[0]
+        if x.kind == y.kind == "amount":
+            return "amount"  # "10 MB" / "10 GB"; "10%" / "10 GB" of one thing too
+        if antonyms(x.text.lower().strip("`"), y.text.lower().strip("`")):
+            return "antonym"
+        if x.kind == y.kind == "name" and _DIGITS.sub("", x.key) == _DIGITS.sub("", y.key):
+            return "amount"  # "UUIDv7" / "UUIDv4", "--max-workers=6" / "=3": a version
+        if x.kind in ("word", "verb", "cap") and y.kind in ("word", "verb", "cap") \
+                and _typo(x.text.lower(), y.text.lower()):
+            return "typo"
+    if len(left) <= 3 and len(right) <= 3 and all(
+            s.kind in ("name", "cap", "amount") for s in left + right) and any(
+            s.kind in ("name", "cap") for s in left) and any(
+            s.kind in ("name", "cap") for s in right):
+        kl, kr = _name_kind(left), _name_kind(right)
+        if kl and kr:
+            return "name" if kl == kr else "other"
+        return "name?"  # names memdir does not know: a value only where a value goes
+    return "other"
+
+
+def _typo(x: str, y: str) -> bool:
+    """Whether two words are one word mistyped ("remiders" / "reminders"): long, the same
+    first letter, and nearly the same letters."""
+    return min(len(x), len(y)) >= 5 and x[0] == y[0] and x.isalpha() and y.isalpha() \
+        and SequenceMatcher(None, x, y).ratio() >= 0.85
+
+
+def _name_kind(part: tuple[Slot, ...]) -> str | None:
+    return next((k for s in part if (k := name_kind(s.key)) is not None), None)
+
+
+def _value_place(seq: tuple[Slot, ...], at: int, cue: int | None) -> bool:
+    """Whether an unknown name at ``at`` stands where a value goes: right after a
+    preposition or a copula of the predicate, or before a verb whose subject is the value
+    ("Priya owns ..."), and not in an account of an event ("I talked to Emi")."""
+    if cue is None:
+        return False
+    verb = seq[cue]
+    if verb.key in INVERSE or _identity(seq, cue):
+        return at < cue
+    if at <= cue or (verb.key != BE and _past(verb.text.lower())):
+        return False
+    before = seq[at - 1].text.lower()
+    passive = verb.key == BE and before in ("with", "using")  # "is built with Flutter"
+    return seq[at - 1].key == BE or before in _PREPOSITIONS or passive
+
+
+def _past(word: str) -> bool:
+    if word in _STATE_CHANGE:
+        return False
+    return word in _IRREGULAR_PAST or (word.endswith("ed") and len(word) > 4)
+
+
+def _identity(seq: tuple[Slot, ...], cue: int) -> bool:
+    """Whether a copula names what its subject is for: "Postgres 15 is the production
+    database", "Node 18 is required ...": the value stands before it."""
+    if seq[cue].key != BE:
+        return False
+    return seq[cue].text.lower().endswith((" the", " a", " an")) or (
+        cue + 1 < len(seq) and seq[cue + 1].key in _IDENTIFY)
+
+
+def _roles_swapped(sa: tuple[Slot, ...], sb: tuple[Slot, ...], ca: int | None,
+                   cb: int | None) -> bool:
+    """Whether the one word before a's verb is the object right after the same verb in b:
+    "Anna taught me" / "I taught Anna" (the roles swapped; never a merge)."""
+    if ca is None or cb is None or ca == 0 or cb + 1 >= len(sb) or sa[ca].key != sb[cb].key:
+        return False
+    if any(t.key == "by" for t in (*sa, *sb)):
+        return False  # the passive: "owned by X" / "X owns"
+    return sa[ca - 1].key == sb[cb + 1].key and sa[ca - 1].kind != "verb" and \
+        all(t.key != sa[ca - 1].key for t in sb[:cb])
+
+
+def _moved(part: tuple[str, ...], elsewhere: list[tuple[str, ...]]) -> bool:
+    """Whether a stretch of one claim stands, whole, in another place of the other."""
+    n = len(part)
+    return n > 0 and any(other[k:k + n] == part for other in elsewhere
+                         for k in range(len(other) - n + 1))
+
+
+def _quote(part: tuple[Slot, ...]) -> str:
+    return " ".join(s.text for s in part)
+
+
+def _crossed(a: tuple[Slot, ...], b: tuple[Slot, ...]) -> str | None:
+    """``reversed`` when b is a with two items crossed around one pivot ("X to Y" / "Y to
+    X"); ``converse`` when the pivot is a copula or turned to its converse; else None."""
+    if len(a) != len(b):
+        return None
+    ka, kb = [s.key for s in a], [s.key for s in b]
+    if sorted(ka) != sorted(kb) and sorted(_CONVERSE.get(k, k) for k in ka) != sorted(kb):
+        return None
+    for i in range(1, len(ka)):
+        for j in range(i + 1, len(ka)):
+            x, pivot, y = ka[:i], ka[i:j], ka[j:]
+            if kb == y + pivot + x or kb == y + [_CONVERSE.get(p, p) for p in pivot] + x:
+                if all(p in COORDINATORS for p in pivot):
+                    return None  # "X and Y" / "Y and X": a list, in another order
+                if pivot == [BE] or kb != y + pivot + x:
+                    return "converse"
+                return "reversed"
+    return None
+
+
+@lru_cache(maxsize=65536)
+def align(a: str, b: str) -> Alignment:
+    """Line two claims up and say how they differ (module docstring)."""
+    sa, sb = slots(a), slots(b)
+    ka, kb = [s.key for s in sa], [s.key for s in sb]
+    if ka == kb:
+        return Alignment("same")
+    ops = [op for op in SequenceMatcher(None, ka, kb, autojunk=False).get_opcodes()
+           if op[0] != "equal"]
+    first, last = ops[0], ops[-1]
+    crossed = _crossed(sa[first[1]:last[2]], sb[first[3]:last[4]])
+    if crossed == "converse":
+        return Alignment("converse")
+    if crossed == "reversed":
+        said = disagreement(a, b)  # in the stance's words: "one prefers X over Y, ..."
+        if said is not None:
+            return Alignment("conflict", said.reason)
+        return Alignment("conflict", "the relation is reversed: "
+                         f"{_quote(sa[first[1]:last[2]])!r} in one, "
+                         f"{_quote(sb[first[3]:last[4]])!r} in the other")
+    ca, cb = _cue(sa), _cue(sb)
+    inverse = ca is not None and (sa[ca].key in INVERSE or _identity(sa, ca))
+
+    def subject(i1: int, i2: int, j1: int, j2: int) -> bool:
+        if ca is None or cb is None:
+            return False
+        if inverse:  # "X owns Y": Y names what the claim is about
+            return i1 > ca and j1 > cb
+        return i2 <= ca and j2 <= cb and (i1 < ca or j1 < cb)
+
+    kinds = [_kind(sa[i1:i2], sb[j1:j2]) for _, i1, i2, j1, j2 in ops]
+    parts = [(tuple(ka[i1:i2]), tuple(kb[j1:j2])) for _, i1, i2, j1, j2 in ops]
+    crossing = _roles_swapped(sa, sb, ca, cb) or _roles_swapped(sb, sa, cb, ca)
+    for n, (left, right) in enumerate(parts):  # a phrase moved, not changed: "In CI, run X"
+        if _moved(left, [r for m, (_, r) in enumerate(parts) if m != n]) \
+                or _moved(right, [x for m, (x, _) in enumerate(parts) if m != n]):
+            kinds[n] = "moved"
+    # A negation is the claim's polarity wherever it stands ("Never mock ..."), not its subject.
+    in_subject = [kind not in ("negation", "moved", "typo") and subject(i1, i2, j1, j2)
+                  and any(t.key not in FUNCTION and t.key not in LIGHT
+                          for t in (*sa[i1:i2], *sb[j1:j2]))  # not "that", "when"
+                  for kind, (_, i1, i2, j1, j2) in zip(kinds, ops, strict=True)]
+    amounts = kinds.count("amount")
+    if any(in_subject):
+        return Alignment("subject", subject_differs=True, amounts=amounts,
+                         values_differ=all(in_subject))
+    if all(k == "typo" for k in kinds):
+        return Alignment("same")  # "remiders" / "reminders"
+    differ = crossing or any(k in ("amount", "antonym", "name", "name?", "negation")
+                             for k in kinds)
+    if len(ops) != 1 or kinds[0] in ("other", "moved"):
+        return Alignment("other", amounts=amounts, values_differ=differ)
+    _, i1, i2, j1, j2 = ops[0]
+    if ca is None and not (i2 == len(sa) and j2 == len(sb)) and kinds[0] != "negation":
+        return Alignment("other", amounts=amounts, values_differ=differ)  # only a trailing
+    if kinds[0] == "name?":                                               # value then
+        if not (_value_place(sa, i1, ca) and _value_place(sb, j1, cb)):
+            return Alignment("other", amounts=amounts, values_differ=differ)
+        kinds[0] = "name"
+    said = disagreement(a, b)  # the stance's reason where it sees one: "other numbers: 3.11 ..."
+    if said is not None:
+        return Alignment("conflict", said.reason, amounts=amounts, slot=(i1, i2),
+                         values_differ=True)
+    one, other = _quote(sa[i1:i2]), _quote(sb[j1:j2])
+    reason = {
+        "amount": (f"other numbers: {one} in one, {other} in the other"
+                   if not any(c.isalpha() for c in one + other)
+                   else f"other amounts: {one!r} in one, {other!r} in the other"),
+        "antonym": f"opposite words: {one!r} in one, {other!r} in the other",
+        "name": f"other values: {one!r} in one, {other!r} in the other",
+        "negation": f"one says {one or other!r}, the other does not",
+    }[kinds[0]]
+    return Alignment("conflict", reason, amounts=amounts, slot=(i1, i2), values_differ=True)

@@ -1,0 +1,121 @@
+"""Which pairs of a whole store are worth comparing, in work linear in the store's size.
+
+Comparing every pair of 10,000 memories is 50 million comparisons; a conflict or a merge is
+between memories that say nearly the same words, so two indexes find the pairs instead, with
+a fixed bound of work per memory:
+
+- **skeletons** (:func:`skeleton_keys`): a claim's slots (:func:`memdir.upkeep.alignment.slots`)
+  with one stretch of up to ``SLOT_WIDTH`` slots cut out, keyed by what is left on either
+  side. Two claims that differ in one stretch share a skeleton ("Service 5 listens on port
+  _ in staging"). A skeleton filled by more than ``FANOUT`` different values in the store is
+  a list, not a subject with competing values ("Priya owns the _ service", "The API reads
+  _ from .env"): its pairs are never conflicts, and it yields no pairs at all, which also
+  bounds the work on stores written from one template.
+- **rare words** (:func:`word_neighbours`): for the other rules (a preference or a polarity
+  flipped, an order reversed), the ``NEIGHBOURS`` memories that share most of a memory's
+  ``RARE_WORDS`` rarest distinctive words, through postings of at most ``POSTING_CAP``
+  memories each.
+
+Invariants: every pair of claims that differ in one stretch of at most ``SLOT_WIDTH`` slots
+(each side) and whose skeleton is not a list is among the pairs; work and pairs per memory
+are bounded by constants (claims longer than ``MAX_SLOTS`` slots are left to the rare-word
+index).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+__all__ = ["FANOUT", "MAX_SLOTS", "NEIGHBOURS", "POSTING_CAP", "RARE_WORDS", "SLOT_WIDTH",
+           "Skeletons", "skeleton_keys", "skeletons", "slot_key", "word_neighbours"]
+
+SLOT_WIDTH = 3
+FANOUT = 3
+MAX_SLOTS = 64
+NEIGHBOURS = 8
+RARE_WORDS = 4
+POSTING_CAP = 64
+SAME_CLAIM = 4  # copies of one claim paired with another value through at most this many
+
+Key = tuple[int, int]
+
+
+def _hashes(keys: Sequence[str]) -> tuple[list[int], list[int]]:
+    """Hashes of every prefix and every suffix of ``keys``, each in O(1) from the last."""
+    pre, suf = [0] * (len(keys) + 1), [1] * (len(keys) + 1)
+    for n, key in enumerate(keys):
+        pre[n + 1] = hash((pre[n], key))
+    for n in range(len(keys) - 1, -1, -1):
+        suf[n] = hash((suf[n + 1], keys[n]))
+    return pre, suf
+
+
+def skeleton_keys(keys: Sequence[str]) -> Iterator[tuple[Key, tuple[str, ...]]]:
+    """(skeleton, filler) for every stretch of 0 to ``SLOT_WIDTH`` slots of a claim."""
+    if len(keys) > MAX_SLOTS:
+        return
+    pre, suf = _hashes(keys)
+    for i in range(len(keys) + 1):
+        for width in range(min(SLOT_WIDTH, len(keys) - i) + 1):
+            yield (pre[i], suf[i + width]), tuple(keys[i:i + width])
+
+
+def slot_key(keys: Sequence[str], start: int, end: int) -> Key:
+    """The skeleton of a claim with ``keys[start:end]`` cut out."""
+    pre, suf = _hashes(keys)
+    return pre[start], suf[end]
+
+
+@dataclass(frozen=True)
+class Skeletons:
+    """The pairs that share a skeleton (index pairs, the smaller first) and the skeletons
+    that are lists (more than ``FANOUT`` values)."""
+
+    pairs: frozenset[tuple[int, int]]
+    lists: frozenset[Key]
+
+
+def skeletons(claims: Sequence[Sequence[str]]) -> Skeletons:
+    """The skeleton index of a store's claims (their slot keys, in store order)."""
+    buckets: dict[Key, list[tuple[int, tuple[str, ...]]]] = {}
+    for n, keys in enumerate(claims):
+        for key, filler in skeleton_keys(keys):
+            buckets.setdefault(key, []).append((n, filler))
+    pairs: set[tuple[int, int]] = set()
+    lists: set[Key] = set()
+    for key, members in buckets.items():
+        if len(members) < 2:
+            continue
+        values: dict[tuple[str, ...], list[int]] = {}
+        for n, filler in members:
+            values.setdefault(filler, []).append(n)
+        if len(values) > FANOUT:
+            lists.add(key)
+            continue
+        # Copies of one claim pair with the others through a few of them: the same claim.
+        groups = [ids[:SAME_CLAIM] for ids in values.values()]
+        for x, one in enumerate(groups):
+            for other in groups[x + 1:]:
+                pairs.update((min(i, j), max(i, j)) for i in one for j in other if i != j)
+    return Skeletons(frozenset(pairs), frozenset(lists))
+
+
+def word_neighbours(words: Sequence[frozenset[str]]) -> set[tuple[int, int]]:
+    """Pairs of memories that share their rarest distinctive words (module docstring)."""
+    postings: dict[str, list[int]] = {}
+    for n, mine in enumerate(words):
+        for w in mine:
+            postings.setdefault(w, []).append(n)
+    pairs: set[tuple[int, int]] = set()
+    for n, mine in enumerate(words):
+        rare = sorted((w for w in mine if 1 < len(postings[w]) <= POSTING_CAP),
+                      key=lambda w: (len(postings[w]), w))[:RARE_WORDS]
+        shared: dict[int, int] = {}
+        for w in rare:
+            for other in postings[w]:
+                if other != n:
+                    shared[other] = shared.get(other, 0) + 1
+        best = sorted(shared, key=lambda o: (-shared[o], o))[:NEIGHBOURS]
+        pairs.update((min(n, o), max(n, o)) for o in best)
+    return pairs
