@@ -119,15 +119,17 @@ def test_memdir_conflicts_with_the_repository_team_directory(md: Memdir, repo: P
     assert team.path is not None and team.path.parent == repo / ".memdir" / "team"
 
     mine = md.store("Always mock the database in integration tests.", type="feedback")
-    assert [m.id for m in md.conflicts(mine)] == [team.id]  # not the fact, same words
+    # Issue 28: every type and every scope in play; both memories are kept.
+    assert {m.id for m in md.conflicts(mine)} == {team.id, fact.id}
     agree = md.store("Don't use mocks for the database in integration tests.", type="feedback",
                      scope="user")
-    assert md.conflicts(agree) == []
+    assert {m.id for m in md.conflicts(agree)} == {mine.id}  # the team's agree with it
     squash = md.store("Never squash commits when merging pull requests.", type="feedback")
     assert md.conflicts(squash) == []  # the team memory it contradicts is archived
     as_fact = md.store("Always mock the database in the integration tests suite.", type="fact")
-    assert md.conflicts(as_fact) == []  # only feedback-like types are checked
-    assert md.conflicts(team) == [] and fact.id not in {m.id for m in md.conflicts(mine)}
+    assert team.id in {m.id for m in md.conflicts(as_fact)}  # a fact is checked too
+    assert mine.id in {m.id for m in md.conflicts(team)}  # and a team memory
+    assert all(md.get(ref).status == "active" for ref in (team.id, fact.id, mine.id, agree.id))
 
 
 def test_cli_store_warns_about_a_conflict(cli: CLI) -> None:
@@ -137,8 +139,10 @@ def test_cli_store_warns_about_a_conflict(cli: CLI) -> None:
     team_id = team["memory"]["id"]
 
     result = cli("store", "--type", "preference", "--json", "Indent Python code with tabs.")
-    data = cli_json(result)
-    assert isinstance(data, dict) and data["conflicts"] == []  # another type: preference
+    data = cli_json(result)  # another type: warned all the same (issue 28), with both ids
+    assert isinstance(data, dict) and [c["id"] for c in data["conflicts"]] == [team_id]
+    assert f"memory {data['memory']['id']} may contradict team memory {team_id}" in \
+        result.stderr
 
     result = cli("store", "--type", "feedback", "Indent Python code with tabs, please.")
     assert result.returncode == 0, result.stderr
@@ -310,12 +314,14 @@ def test_mcp_consolidate_and_the_api_report_conflicts(home: Path, repo: Path) ->
     with running_server(home, repo) as server:
         answer = server.request("GET", "/api/memory/conflicts")
         assert answer.status_code == 200, answer.text
-        assert answer.json() == {"conflicts": [{
+        assert answer.json() == {"total": 1, "limit": 20, "offset": 0, "conflicts": [{
             "memories": [older.id, newer.id], "scope": "project", "type": "preference",
             "reason": "one prefers 'pytest' over 'unittest', the other 'unittest' over "
                       "'pytest'"}]}
         only_facts = server.request("GET", "/api/memory/conflicts", params={"type": "fact"})
-        assert only_facts.json() == {"conflicts": []}
+        assert only_facts.json() == {"total": 0, "limit": 20, "offset": 0, "conflicts": []}
+        past = server.request("GET", "/api/memory/conflicts", params={"offset": 1})
+        assert past.json() == {"total": 1, "limit": 20, "offset": 1, "conflicts": []}
 
 
 # -- what a conflict says: the order read, whole numbers, which memory is older ---------------

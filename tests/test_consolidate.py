@@ -129,9 +129,9 @@ def test_cli_consolidate_and_dream(cli: CLI, md: Memdir) -> None:
     md.store("Deploys go through ArgoCD, never through kubectl apply", type="decision")
     md.store("Deploys go through ArgoCD, never through kubectl apply by hand", type="decision")
     plan = run("consolidate", check=True).stdout
-    assert plan.startswith("plan: 1 operations (apply with --yes)") and "merge" in plan
+    assert plan.startswith("plan: 1 operation (apply with --yes)") and "merge" in plan
     applied = run("consolidate", "--yes", check=True).stdout
-    assert applied.startswith("applied: 1 operations")
+    assert applied.startswith("applied: 1 operation")
     assert "1 operations" in run("history", check=True).stdout
     assert run("undo", check=True).stdout.startswith("undid the plan applied at")
     assert "(undone)" in run("history", check=True).stdout

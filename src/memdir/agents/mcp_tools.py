@@ -346,8 +346,11 @@ def register_tools(server: MCPServer[Any], md: Memdir, lock: threading.Lock) -> 
         """Tidy the memories: merge duplicates, archive stale ones, promote recurring ones.
         Returns the plan (operations with their reasons) and whether it was applied.
         Operations with op "conflict" name two memories that disagree: they are never
-        merged or archived; ask the user which is right, then update or forget the other."""
-        return run(lambda: md.consolidate(dry_run=dry_run).to_dict())
+        merged or archived; ask the user which is right, then update or forget the other.
+        At most 20 operations of each kind are listed; ``totals`` counts them all."""
+        from memdir.upkeep.consolidate import LISTED
+
+        return run(lambda: md.consolidate(dry_run=dry_run).to_dict(LISTED))
 
     @tool(_CHANGE)
     def memory_forget(

@@ -69,11 +69,13 @@ def cmd_store(md: Memdir, args: argparse.Namespace) -> None:
     action = "reinforced" if memory.reinforced else "stored"
     text = (f"reinforced existing memory {memory.id} (reinforced {memory.reinforced}x): "
             f"{memory.path}" if memory.reinforced else f"stored {memory.id}: {memory.path}")
-    conflicts = md.conflicts(memory)  # seed 004: a private rule against the team's
-    for team in conflicts:
-        print(f"warning: this {memory.type} memory may contradict team memory {team.id} "
-              f"({team.name}): {team.description}\nhint: align it with the team's, or change "
-              f"the team memory with `memdir update {team.id}` if the team agrees", file=sys.stderr)
+    conflicts = md.conflicts(memory)  # seed 004, for every type and scope: both are kept
+    for other in conflicts:
+        whose = "team memory" if other.scope == "team" else f"{other.scope} memory"
+        print(f"warning: memory {memory.id} may contradict {whose} {other.id} "
+              f"({other.name}): {other.description}\nhint: both are kept; archive the one "
+              f"that is wrong (`memdir archive ID`), or change it with `memdir update "
+              f"{other.id}`", file=sys.stderr)
     _emit(args, {"action": action, "memory": memory.to_dict(),
                  "conflicts": [m.to_dict() for m in conflicts]}, text)
 
@@ -285,19 +287,33 @@ def cmd_onboard(md: Memdir, args: argparse.Namespace) -> None:
                  "claude_md": written}, "\n".join(lines))
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def cmd_consolidate(md: Memdir, args: argparse.Namespace) -> None:
     from memdir.upkeep.conflicts import RESOLVE
 
     result = md.consolidate(dry_run=not args.yes or args.dry_run)
-    changes = [op for op in result.operations if op.op != "conflict"]
-    lines = [f"{'applied' if result.applied else 'plan'}: {len(changes)} operations"
-             + ("" if result.applied or not changes else " (apply with --yes)")]
+    limit = args.limit if args.limit and args.limit > 0 else None
+    totals = result.totals
+    shown = result.page(limit)
+    changes = [op for op in shown if op.op != "conflict"]
+    conflicts = [op for op in shown if op.op == "conflict"]
+    n = sum(v for k, v in totals.items() if k != "conflict")
+    lines = [f"{'applied' if result.applied else 'plan'}: {_count(n, 'operation')}"
+             + ("" if result.applied or not n else " (apply with --yes)")]
     lines += [f"  {op.op:<8} {', '.join(op.memories)}: {op.reason}" for op in changes]
-    if result.conflicts:  # reported, never applied: memories that disagree
-        lines.append(f"{len(result.conflicts)} conflicts: never merged or archived by rules")
-        lines += [f"  conflict {', '.join(op.memories)}: {op.reason}" for op in result.conflicts]
+    lines += [f"  ... and {totals[k] - limit} more {k} operations (--limit 0 lists all)"
+              for k in totals if k != "conflict" and limit and totals[k] > limit]
+    if conflicts:  # reported, never applied: memories that disagree
+        lines.append(f"{_count(totals['conflict'], 'conflict')}: never merged or archived "
+                     "by rules")
+        lines += [f"  conflict {', '.join(op.memories)}: {op.reason}" for op in conflicts]
+        if limit and totals["conflict"] > limit:
+            lines.append(f"  ... and {totals['conflict'] - limit} more (--limit 0 lists all)")
         lines.append(f"  to resolve: {RESOLVE}")
-    _emit(args, result.to_dict(), "\n".join(lines))
+    _emit(args, result.to_dict(limit), "\n".join(lines))
 
 
 def cmd_log(md: Memdir, args: argparse.Namespace) -> None:

@@ -275,6 +275,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="only print the plan (default "
                    "unless --yes)")
     p.add_argument("--yes", action="store_true", help="apply the plan")
+    p.add_argument("--limit", type=int, default=20, metavar="N",
+                   help="list at most N operations of each kind, beside the totals "
+                        "(default 20; 0 lists all)")
     p = add("log", "append a timestamped line to today's log (consolidate gathers logs)")
     p.add_argument("text", help="what happened ('-' reads stdin)")
     p.add_argument("--scope", default="project", choices=("user", "project"),

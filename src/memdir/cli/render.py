@@ -187,8 +187,10 @@ def usefulness_lines(use: Usefulness) -> list[str]:
         lines.extend(_shown(f"  {m.used} used, {m.reinforced} reinforced, {m.injected} "
                             f"injected: {m.name} ({m.id})") for m in use.most_useful)
     if use.never_used:
-        lines.append(f"injected {NEVER_USED_AFTER}+ times, never used (candidates to "
-                     "archive: `memdir archive ID`):")
+        shown = (f" (showing {len(use.never_used)})"
+                 if use.never_used_count > len(use.never_used) else "")
+        lines.append(f"injected {NEVER_USED_AFTER}+ times, never used: {use.never_used_count}"
+                     f"{shown} (candidates to archive: `memdir archive ID`):")
         lines.extend(_shown(f"  {m.injected} injected, shown {m.shown}: {m.name} ({m.id})")
                      for m in use.never_used)
     return lines

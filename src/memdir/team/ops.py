@@ -33,6 +33,9 @@ from memdir.retrieval import vectors
 from memdir.team.remote import PULL_TIMEOUT, WRITE_TIMEOUT, ServerSettings, server_settings
 from memdir.upkeep.ops import sweep_temps
 
+# How many of its best full-text matches a new memory is checked against for a conflict.
+NEIGHBOURS = 24
+
 if TYPE_CHECKING:
     from memdir.memdir import Memdir
     from memdir.team.mirror import PullReport, TeamStatus
@@ -219,16 +222,20 @@ def remove_memory(md: Memdir, memory: Memory) -> None:
 
 
 def conflicts(md: Memdir, memory: Memory) -> list[Memory]:
-    """The active team memories of the same type that a private (user or project)
-    feedback-like memory contradicts (:mod:`memdir.upkeep.conflicts`); [] for other memories."""
-    from memdir.upkeep.conflicts import CONFLICT_TYPES, find_conflicts
+    """The active memories that ``memory`` contradicts (:mod:`memdir.upkeep.conflicts`), of
+    any type, in any scope in play (user, project, team): found among its
+    ``NEIGHBOURS`` best full-text matches in the index, so the cost does not grow with the
+    store. Both memories are kept; this only says so."""
+    from memdir.core.index import row_to_memory
+    from memdir.retrieval.search import best_matches, fts_query
+    from memdir.upkeep.conflicts import claim_of, find_conflicts
 
-    if memory.scope == "team" or memory.type not in CONFLICT_TYPES:
+    fts = fts_query(claim_of(memory.body)[:2000])
+    if not fts:
         return []
-    spec = md.directory("team").taxonomy.lookup(memory.type)
-    if spec is None:
-        return []
-    return find_conflicts(memory, md.list(types=[spec.name], scopes=["team"]))
+    rows = best_matches(md.index.conn, fts, md._dirs(), types=[], tags=None,
+                        include_archived=False, limit=NEIGHBOURS)
+    return find_conflicts(memory, [row_to_memory(r) for r in rows])
 
 
 def _jsonable(value: Any) -> Any:

@@ -325,6 +325,16 @@ class PostgresStore:
             self.touch(h.memory for h in hits)
         return hits
 
+    def conflicts(self, memory: Memory) -> builtins.list[Memory]:
+        """The active memories ``memory`` contradicts, among its best full-text matches
+        (:func:`memdir.team.ops.conflicts` is the same for the SQLite store)."""
+        from memdir.team.ops import NEIGHBOURS
+        from memdir.upkeep.conflicts import claim_of, find_conflicts
+
+        hits = self.search(claim_of(memory.body)[:2000], limit=NEIGHBOURS, touch=False,
+                           dates=False)
+        return find_conflicts(memory, [h.memory for h in hits])
+
     def list(self, *, types: Sequence[str] | None = None, scopes: Sequence[Scope] | None = None,
              tags: Sequence[str] | None = None, status: str = "active",
              limit: int | None = None, order: str = "relevance") -> builtins.list[Memory]:

@@ -41,6 +41,7 @@ conflict); :func:`written_order` does not depend on the order of its arguments;
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -279,18 +280,22 @@ def _written_ns(memory: Memory) -> int | None:
     return mtime if 0 <= since < _WRITE_WINDOW_NS else None
 
 
-def conflicting_pairs(memories: Sequence[Memory]) -> list[Conflict]:
+def conflicting_pairs(memories: Sequence[Memory], *,
+                      deadline: float | None = None) -> list[Conflict]:
     """The pairs of the active memories given (any types and scopes) that conflict, the
     oldest pair first; the pairs compared come from :mod:`memdir.upkeep.candidates` (bounded
     work per memory), and a subject with more than ``FANOUT`` values in the store is a list,
-    never a conflict."""
+    never a conflict. ``deadline`` (:func:`time.monotonic`): stop comparing then, with what
+    was found so far."""
     active = [m for m in memories if m.status == "active"]
     claims = [claim_of(m.body) for m in active]
     keys = [[s.key for s in slots(c)] for c in claims]
     index = skeletons(keys)
     pairs = set(index.pairs) | word_neighbours([read(c).content for c in claims])
     found = []
-    for i, j in sorted(pairs):
+    for n, (i, j) in enumerate(sorted(pairs)):
+        if deadline is not None and n % 256 == 0 and time.monotonic() > deadline:
+            break
         older, newer, known = written_order(active[i], active[j])
         first = claims[i] if older is active[i] else claims[j]
         second = claims[j] if older is active[i] else claims[i]

@@ -40,6 +40,7 @@ Invariants:
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -60,7 +61,7 @@ if TYPE_CHECKING:
     from memdir.llm.client import LLM
     from memdir.memdir import Memdir
 
-__all__ = ["ARCHIVE_STRENGTH", "MERGE_SIMILARITY", "PROMOTE_AFTER", "Operation", "Plan",
+__all__ = ["ARCHIVE_STRENGTH", "LISTED", "MERGE_SIMILARITY", "PROMOTE_AFTER", "Operation", "Plan",
            "apply_plan", "conflict_operation", "history", "near_duplicate", "plan", "undo_last"]
 
 # Seed 002 archives below 0.1 with a usage factor of 1 for a memory never used; memdir's
@@ -85,6 +86,11 @@ _NEGATION = re.compile(r"\b(?:not|no|never|don't|dont|doesn't|isn't|without|disa
 # Where an added number is an aside, not a new fact: brackets, dates, years.
 _ASIDE = re.compile(r"\([^)]*\)|\b\d{4}-\d{2}-\d{2}\b|\b(?:19|20)\d{2}\b")
 PROMOTE_AFTER = 3
+# How many operations of each kind a listing (CLI, doctor, MCP, HTTP) shows beside the total.
+LISTED = 20
+# Merge candidates through one word are looked at only when at most this many memories
+# share it: bounded work per memory on stores written from one template.
+_POSTING_CAP = 200
 _STEPS = sorted(set(RELEVANCE_WORDS.values()))
 OpKind = Literal["merge", "archive", "promote", "dates", "gather", "supersede", "conflict"]
 
@@ -112,9 +118,30 @@ class Plan:
         """The ``conflict`` operations: reported, never applied."""
         return tuple(op for op in self.operations if op.op == "conflict")
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"applied": self.applied,
-                "operations": [op.to_dict() for op in self.operations]}
+    @property
+    def totals(self) -> dict[str, int]:
+        """How many operations of each kind the plan holds."""
+        out: dict[str, int] = {}
+        for op in self.operations:
+            out[op.op] = out.get(op.op, 0) + 1
+        return out
+
+    def page(self, limit: int | None = LISTED) -> list[Operation]:
+        """The first ``limit`` operations of each kind (all with None): what a listing shows
+        beside :attr:`totals`."""
+        seen: dict[str, int] = {}
+        out = []
+        for op in self.operations:
+            seen[op.op] = seen.get(op.op, 0) + 1
+            if limit is None or seen[op.op] <= limit:
+                out.append(op)
+        return out
+
+    def to_dict(self, limit: int | None = None) -> dict[str, Any]:
+        """The plan as JSON: ``operations`` (the first ``limit`` of each kind, all with
+        None) and ``totals`` (how many of each kind there are)."""
+        return {"applied": self.applied, "totals": self.totals,
+                "operations": [op.to_dict() for op in self.page(limit)]}
 
 
 def near_duplicate(a: str, b: str) -> bool:
@@ -185,9 +212,12 @@ def _candidates(memories: Sequence[Memory]) -> dict[str, set[str]]:
     for m in memories:
         if m.id not in rarest:
             continue
-        found = set(postings[(m.type, rarest[m.id])])
+        first = postings[(m.type, rarest[m.id])]
+        found = set(first) if len(first) <= _POSTING_CAP else set()  # a generic memory
         for w in words[m.id]:
-            found |= by_rarest.get((m.type, w), set())
+            theirs = by_rarest.get((m.type, w), set())
+            if len(theirs) <= _POSTING_CAP:
+                found |= theirs
         found.discard(m.id)
         out[m.id] = found
     return out
@@ -228,24 +258,31 @@ def _next_step(relevance: float) -> float | None:
     return next((step for step in _STEPS if step > relevance + 1e-9), None)
 
 
-def plan(md: Memdir, at: datetime, llm: LLM | None = None) -> Plan:
-    """The consolidation plan; with an LLM, merged wording and contradictions too."""
+def plan(md: Memdir, at: datetime, llm: LLM | None = None, *,
+         deadline: float | None = None) -> Plan:
+    """The consolidation plan; with an LLM, merged wording and contradictions too.
+    ``deadline`` (:func:`time.monotonic`): conflicts are looked for until then, and the
+    model is not asked after it (the dream's time budget)."""
     ops: list[Operation] = []
+    lists: dict[Scope, list[Memory]] = {}
     for scope in ("user", "project", "team"):
         if scope == "team" and (md.server is not None  # a server's: its own to maintain
                                 or not md.directory("project").path.exists()):
             continue
         try:
-            memories = md.list(scopes=[scope])
+            lists[scope] = md.list(scopes=[scope])
         except Exception:  # a team directory that is not there (or not allowed): nothing
             continue
+    # One pass over every scope in play: a user memory may contradict a project one.
+    conflicts = conflicting_pairs([m for found in lists.values() for m in found],
+                                  deadline=deadline)
+    held = {m.id for c in conflicts for m in (c.older, c.newer)}
+    ops.extend(conflict_operation(c) for c in conflicts)
+    for scope, memories in lists.items():
         tax = md.directory(scope).taxonomy
         power = {m.id: strength(m, tax, at) for m in memories}
-        conflicts = conflicting_pairs(memories)
-        held = {m.id for c in conflicts for m in (c.older, c.newer)}
         merges = _merges([m for m in memories if m.id not in held], power)
         ops.extend(merges)
-        ops.extend(conflict_operation(c) for c in conflicts)
         merged = {i for op in merges for i in op.memories}
         for m in memories:
             if m.id in merged:
@@ -267,7 +304,8 @@ def plan(md: Memdir, at: datetime, llm: LLM | None = None) -> Plan:
                                               f"{day.isoformat()})", (m.id,),
                                      scope, {"body": fixed}))
     ops.extend(_gathers(md))
-    if llm is not None and llm.available:
+    if llm is not None and llm.available and (deadline is None
+                                              or time.monotonic() < deadline):
         from memdir.upkeep.consolidate_llm import with_llm
 
         ops = with_llm(md, ops, llm)

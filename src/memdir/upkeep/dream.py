@@ -29,14 +29,20 @@ from memdir.core.temp_files import alive
 
 if TYPE_CHECKING:
     from memdir.memdir import Memdir
+    from memdir.upkeep.consolidate import Plan
 
-__all__ = ["LOCK_FILE", "MIN_HOURS", "MIN_SESSIONS", "DreamResult", "dream", "gates",
-           "maybe_dream"]
+__all__ = ["BUDGET_SECONDS", "LOCK_FILE", "MAX_CHANGES", "MIN_HOURS", "MIN_SESSIONS",
+           "DreamResult", "dream", "gates", "maybe_dream"]
 
 LOCK_FILE = ".consolidate-lock"
 MIN_HOURS = 24.0
 MIN_SESSIONS = 5
 STALE_SECONDS = 3600.0
+# A dream's time budget: planning stops comparing at it (what it found is kept, the rest is
+# next time's), and the model is not asked once it has passed; a plan that still overran
+# is not applied. It applies at most MAX_CHANGES operations.
+BUDGET_SECONDS = 120.0
+MAX_CHANGES = 500
 
 
 @dataclass(frozen=True)
@@ -139,7 +145,12 @@ def dream(md: Memdir) -> DreamResult:
         sweep_temps(md)  # what a killed writer left
         md.reconcile()  # orient and gather: the files as they are now
         at = md._clock()
-        applied = apply_plan(md, plan(md, at, md.llm), at, by="dream")  # consolidate
+        deadline = time.monotonic() + BUDGET_SECONDS
+        planned = plan(md, at, md.llm, deadline=deadline)
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the dream's plan took longer than {BUDGET_SECONDS:.0f} s; "
+                               "run `memdir consolidate` by hand")
+        applied = apply_plan(md, _bounded(planned), at, by="dream")  # consolidate
         md.reconcile()  # prune: MEMORY.md regenerated with what is active now
     except BaseException:
         with contextlib.suppress(OSError):  # failed: released, the previous last-run time
@@ -154,6 +165,21 @@ def dream(md: Memdir) -> DreamResult:
         os.utime(_lock(md.home), (now, now))
     changed = [op for op in applied.operations if op.op != "conflict"]  # conflicts change nothing
     return DreamResult(True, "dreamt", len(changed))
+
+
+def _bounded(planned: Plan) -> Plan:
+    """At most ``MAX_CHANGES`` changing operations (all conflicts, which change nothing):
+    a dream's writes stay within its budget; the rest waits for the next dream."""
+    from memdir.upkeep.consolidate import Plan
+
+    kept, changes = [], 0
+    for op in planned.operations:
+        if op.op != "conflict":
+            changes += 1
+            if changes > MAX_CHANGES:
+                continue
+        kept.append(op)
+    return Plan(tuple(kept))
 
 
 def maybe_dream(md: Memdir) -> DreamResult:

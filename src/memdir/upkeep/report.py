@@ -216,18 +216,27 @@ def doctor(md: Memdir, dirs: Sequence[MemoryDir]) -> list[Problem]:
 
 
 def _conflicts(md: Memdir, dirs: Sequence[MemoryDir]) -> list[Problem]:
-    """Memories of one type and scope that disagree (:mod:`memdir.upkeep.conflicts`), a notice:
-    consolidation reports them and never merges them by rules."""
+    """Memories that disagree (:mod:`memdir.upkeep.conflicts`), a notice each: consolidation
+    reports them and never merges them by rules. The first ``LISTED``, then one notice with
+    how many more there are."""
     from memdir.upkeep.conflicts import RESOLVE, conflicting_pairs
+    from memdir.upkeep.consolidate import LISTED
 
+    scopes = list(dict.fromkeys(d.scope for d in dirs))
+    found_all = conflicting_pairs(md.list(scopes=scopes)) if scopes else []
     out = []
-    for scope in dict.fromkeys(d.scope for d in dirs):
-        for found in conflicting_pairs(md.list(scopes=[scope])):
-            older, newer = found.older, found.newer
-            which = "the newer " if found.ordered else ""  # the reason says it is unknown
-            out.append(Problem(
-                "memory-conflict", f"{older.path or older.id} and {newer.path or newer.id}",
-                f"{older.id} and {which}{newer.id} disagree: {found.explained}", RESOLVE))
+    for found in found_all[:LISTED]:
+        older, newer = found.older, found.newer
+        which = "the newer " if found.ordered else ""  # the reason says it is unknown
+        out.append(Problem(
+            "memory-conflict", f"{older.path or older.id} and {newer.path or newer.id}",
+            f"{older.id} and {which}{newer.id} disagree: {found.explained}", RESOLVE))
+    if len(found_all) > LISTED:
+        more = len(found_all) - LISTED
+        out.append(Problem(
+            "memory-conflict", str(md.index.path),
+            f"{more} more conflicts not listed here ({len(found_all)} in all)",
+            "`memdir consolidate --dry-run --limit 0` lists every one"))
     return out
 
 

@@ -177,11 +177,16 @@ def _api(pool: StorePool) -> APIRouter:
 
     @api.get("/conflicts", response_model=s.ConflictsOut,
              summary="Memories that disagree (never merged by consolidation's rules)")
-    def conflicts(scopes: ScopeQuery = None, types: TypeQuery = None) -> JSONResponse:
+    def conflicts(scopes: ScopeQuery = None, types: TypeQuery = None,
+                  limit: Annotated[int, Query(ge=1, le=500, description="at most this "
+                                              "many")] = 20,
+                  offset: Annotated[int, Query(ge=0, description="skip this many")] = 0,
+                  ) -> JSONResponse:
         from memdir.upkeep.conflicts import conflicting_pairs
 
         found = conflicting_pairs(pool.get().list(scopes=scopes, types=types))
-        return JSONResponse({"conflicts": [c.to_dict() for c in found]})
+        return JSONResponse({"total": len(found), "limit": limit, "offset": offset,
+                             "conflicts": [c.to_dict() for c in found[offset:offset + limit]]})
 
     @api.get("/{id}", response_model=s.MemoryOut, summary="One memory (counts as an access)")
     def get(id: IdPath) -> JSONResponse:

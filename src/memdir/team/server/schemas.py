@@ -217,7 +217,10 @@ class ConflictOut(BaseModel):
 
 
 class ConflictsOut(BaseModel):
-    conflicts: list[ConflictOut]
+    total: int = Field(description="how many conflicts there are in all")
+    limit: int
+    offset: int
+    conflicts: list[ConflictOut] = Field(description="one page of them, the oldest first")
 
 
 class ExtractedOut(BaseModel):
@@ -298,7 +301,8 @@ class UsefulnessOut(UseCounts):
     most_useful: list[MemoryUseOut] = Field(description="used (or reinforced) most")
     never_used: list[MemoryUseOut] = Field(description="active, injected into at least "
                                            "never_used_after sessions, never used: candidates "
-                                           "to archive")
+                                           "to archive (the first 10)")
+    never_used_count: int = Field(description="how many memories are never used in all")
     never_used_after: int
 
 

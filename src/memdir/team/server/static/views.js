@@ -134,6 +134,13 @@ function useList(memories, testid, emptyText, describe, onOpen) {
     h("span", { class: "score" }, describe(m))))));
 }
 
+/** ": 37 (showing 10)" after the never-used heading; ": 3" when all are listed. */
+function neverUsedCount(use) {
+  const listed = (use.never_used || []).length;
+  const count = use.never_used_count ?? listed;
+  return count > listed ? `: ${count} (showing ${listed})` : (count ? `: ${count}` : "");
+}
+
 /**
  * How useful injected memories were (GET /api/memory/stats `usefulness`): the injections the
  * agent drew on, per scope, the most used memories and those injected often but never used.
@@ -152,7 +159,8 @@ export function renderUsefulness(panel, use, { onOpen }) {
       h("div", {}, h("h3", {}, "Most useful"),
         useList(use.most_useful || [], "most-useful", "No memory used yet.",
           (m) => `${m.used} used · ${m.reinforced} reinforced`, onOpen)),
-      h("div", {}, h("h3", {}, `Injected ${use.never_used_after}+ times, never used`),
+      h("div", {}, h("h3", {}, `Injected ${use.never_used_after}+ times, never used` +
+          neverUsedCount(use)),
         useList(use.never_used || [], "never-used", "None: nothing to archive.",
           (m) => `${m.injected} injected · ${m.shown} shown`, onOpen))));
 }
