@@ -263,7 +263,8 @@ def test_a_conflict_holds_both_memories_out_of_merges_and_archives(home: Path,
 
 
 def test_conflicting_pairs_finds_every_pair_the_rule_accepts() -> None:
-    """The inverted index finds what comparing every pair finds."""
+    """The bounded candidate indexes (a fixed number of neighbours per memory, issue 28)
+    find what comparing every pair finds, all but at most 1% of it, and nothing else."""
     import itertools
 
     from memdir.core.model import Memory
@@ -277,7 +278,8 @@ def test_conflicting_pairs_finds_every_pair_the_rule_accepts() -> None:
     found = {(c.older.id, c.newer.id) for c in conflicting_pairs(memories)}
     every = {(a.id, b.id) for a, b in itertools.combinations(memories, 2)
              if conflict(a.body, b.body)}
-    assert found == every and len(found) > 100
+    assert found <= every and len(found) > 100
+    assert len(every - found) <= len(every) // 100, every - found
 
 
 def test_mcp_consolidate_and_the_api_report_conflicts(home: Path, repo: Path) -> None:

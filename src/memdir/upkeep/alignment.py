@@ -177,6 +177,8 @@ class Alignment:
     # Some stretch is another value, or only the subject differs ("the API" / "the admin
     # API"): the merge rule's veto.
     values_differ: bool = False
+    # Two names or identifiers differ (beside whatever else): two things, for the stance rule.
+    names_differ: bool = False
 
 
 def _cue(seq: tuple[Slot, ...]) -> int | None:
@@ -359,8 +361,9 @@ def align(a: str, b: str) -> Alignment:
         return Alignment("same")  # "remiders" / "reminders"
     differ = crossing or any(k in ("amount", "antonym", "name", "name?", "negation")
                              for k in kinds)
+    names = any(k in ("name", "name?") for k in kinds)
     if len(ops) != 1 or kinds[0] in ("other", "moved"):
-        return Alignment("other", amounts=amounts, values_differ=differ)
+        return Alignment("other", amounts=amounts, values_differ=differ, names_differ=names)
     _, i1, i2, j1, j2 = ops[0]
     if ca is None and not (i2 == len(sa) and j2 == len(sb)) and kinds[0] != "negation":
         return Alignment("other", amounts=amounts, values_differ=differ)  # only a trailing

@@ -55,8 +55,9 @@ from memdir.upkeep.candidates import (
     slot_key,
     word_neighbours,
 )
-from memdir.upkeep.claims import disagreement, read, reordered
-from memdir.upkeep.lexicon import is_number, negation, stem
+from memdir.upkeep.claims import Disagreement, disagreement, read, reordered
+from memdir.upkeep.lexicon import SEQUENCE, is_number, negation, stem
+from memdir.upkeep.values import antonyms
 
 __all__ = [
     "CLOSE",
@@ -176,18 +177,34 @@ def opposite(ca: str, cb: str, lined: Alignment | None = None) -> str | None:
     ("keep", "use", "make": "Keep the limit at 100" / "The limit is 120" is one claim).
     Two claims whose subjects differ (``lined``) never conflict."""
     lined = lined or align(ca, cb)
-    if lined.subject_differs:
-        return None
+    if lined.subject_differs or lined.names_differ:
+        return None  # two things: "copy the billing tables ..." / "copy the search tables ..."
     wa, wb = _rest(ca), _rest(cb)
     found = disagreement(ca, cb)
+    if found is None:
+        found = _opposites(ca, cb)
     if found is None:  # the same words crossed: the same claim only if no other word differs
         crossed = reordered(ca, cb, relational=True)
         return crossed if crossed and wa == wb else None
-    if found.kind == "antonym":
+    if found.kind in ("antonym", "order"):
+        # A weak sign: only with the rest of the words close to the same ("copy the billing
+        # tables from staging to qa" / "copy the search tables from qa to staging": two jobs).
         return found.reason if _jaccard(wa - found.words, wb - found.words) >= CLOSE else None
     if found.kind == "numbers" and (wa != wb or not _one_number(ca, cb)):
         return None
     return found.reason
+
+
+def _opposites(ca: str, cb: str) -> Disagreement | None:
+    """Opposite words of :func:`memdir.upkeep.values.antonyms` that one claim says and the
+    other does not ("opt-in" / "opt-out" in two wordings), as an antonym disagreement."""
+    wa, wb = read(ca).words, read(cb).words
+    for x in sorted(wa - wb):
+        for y in sorted(wb - wa):
+            if antonyms(x, y) and not {x, y} & SEQUENCE:  # "before" / "after": the order's
+                return Disagreement("antonym", f"opposite words: {x!r} in one, {y!r} in the "
+                                    "other", frozenset((stem(x), stem(y))))
+    return None
 
 
 def _one_number(ca: str, cb: str) -> bool:

@@ -56,7 +56,9 @@ _VERBS = """
     sent kept held put said told made taken given chose chosen moved lives mock stub fake
     patch indent commit squash tag wrap prefix suffix quote escape pad trim sort filter
     group order pipe invoke spawn fork kill clean purge vacuum refresh reload refactor
-    document comment annotate type declare define name pass skip
+    document comment annotate type declare define name pass skip copy sync replicate
+    mirror promote translate convert port transfer upload download export import collect
+    treat scrape crawl follow ignore increase decrease raise lower round apply compress
 """.split()
 _VERB_STEMS = frozenset(stem(w) for w in _VERBS) | frozenset(_VERBS)
 
@@ -245,10 +247,14 @@ def named(surface: str, *, sentence_start: bool) -> bool:
 
 
 def _identifier(word: str) -> bool:
-    # "us-east-1", "svc-a": a hyphenated token with a digit or a one-letter part is an id;
-    # "read-only", "opt-in" are words.
+    # "us-east-1", "svc-a", "billing-label-importer": a hyphenated token with a digit, a
+    # one-letter part or three parts is an id; "read-only", "opt-in", "end-to-end" are words.
     parts = word.split("-")
-    return any(p.isdigit() for p in parts) or any(len(p) == 1 for p in parts)
+    return any(p.isdigit() for p in parts) or any(len(p) == 1 for p in parts) or (
+        len(parts) >= 3 and not any(p in _LINKS for p in parts))
+
+
+_LINKS = frozenset("to of the and in on by for a at or".split())
 
 
 def antonyms(x: str, y: str) -> bool:
