@@ -222,6 +222,19 @@ def _secrets(g: _Gen) -> list[tuple[str, str]]:
         ("generic", f"api-key: {g.hex(32)}"),
         ("entropy", f"CI_DEPLOY_CREDS={g.b64(40)}"),
         ("entropy", f"RAILS_MASTER_KEY={g.hex(32)}"),
+        # A literal under a key naming a credential, whatever its entropy (issue 28).
+        ("password", f"PASSWORD={g.pick(string.ascii_lowercase, 6)}"),
+        ("password", f"MYSQL_ROOT_PASSWORD={g.pick(string.ascii_lowercase, 10)}"),
+        ("password", f'  db_password: "{g.pick(string.ascii_lowercase, 10)}"'),
+        ("generic", f'{{"api_secret": "{g.pick(string.ascii_lowercase, 16)}"}}'),
+        ("github", f"export GITHUB_TOKEN={g.pick(string.ascii_lowercase, 16)}"),
+        ("basic-auth", "authorization: basic "
+                       + base64.b64encode(f"ci:{g.pick(string.ascii_lowercase, 8)}".encode())
+                       .decode()),
+        ("airtable", f"AIRTABLE_API_KEY=pat{g.alnum(14)}.{g.hex(64)}"),
+        ("airtable", f"the airtable pat{g.alnum(14)}.{g.hex(64)} reads the base"),
+        ("vault", f"vault login hvs.{g.alnum(24)}"),
+        ("vault", f"VAULT_TOKEN=hvb.{g.alnum(24)}"),
     ]
 
 
@@ -305,6 +318,27 @@ _BENIGN = [
     "git clone git@github.com:acme/app.git",
     "https://user@bitbucket.org/acme/app.git",
     "password123 is on the banned list",
+    # Look-alikes of a literal under a key naming a credential (issue 28): references,
+    # placeholders, types, numbers, other nouns, prose.
+    "password = var.db_password",
+    "password: env.DB_PASSWORD",
+    "password=$DB_PASSWORD",
+    "token: {{ secrets.TOKEN }}",
+    "password=<your-password>",
+    "password: REDACTED",
+    "password=your_password_here",
+    "the password field is required",
+    "rotate the token weekly",
+    "token_count = 5",
+    "max_tokens: 1024",
+    "password_min_length = 12",
+    "secret_santa = true",
+    "password: SecretStr",
+    "token = next_token",
+    "connect(password=db_pass)",
+    "First pass: dedupe the rows",
+    "Secret: rotated monthly by the platform team",
+    "Basic authentication is enabled in nginx",
 ]
 
 

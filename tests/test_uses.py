@@ -234,13 +234,13 @@ def test_the_stop_hook_marks_the_memory_the_agent_drew_on_as_used(home: Path, re
     stats = json.loads(run_memdir(["stats", "--json"], home, repo))
     use = stats["usefulness"]
     assert set(use) == {"shown", "injected", "used", "ratio", "by_scope", "most_useful",
-                        "never_used", "never_used_after"}
+                        "never_used", "never_used_count", "never_used_after"}
     assert (use["injected"], use["used"], use["ratio"], use["shown"]) == (2, 1, 0.5, 2)
     assert use["by_scope"] == {"project": {"shown": 2, "injected": 2, "used": 1, "ratio": 0.5}}
     assert [m["name"][:18] for m in use["most_useful"]] == ["Deploys go through"]
     assert set(use["most_useful"][0]) == {"id", "name", "type", "scope", "status", "shown",
                                           "injected", "used", "reinforced"}
-    assert use["never_used"] == []
+    assert use["never_used"] == [] and use["never_used_count"] == 0
     text = run_memdir(["stats"], home, repo)
     assert "usefulness: 1 of 2 injections used (50%)" in text
     assert re.search(r"most useful:\n  1 used, 0 reinforced, 1 injected: Deploys go", text)
@@ -265,7 +265,7 @@ def test_stats_list_memories_injected_often_and_never_used(home: Path, repo: Pat
     assert [(m["name"][:18], m["injected"], m["used"]) for m in use["most_useful"]] == [
         ("Deploys go through", 3, 3)]
     text = run_memdir(["stats"], home, repo)
-    assert "injected 3+ times, never used (candidates to archive" in text
+    assert "injected 3+ times, never used: 1 (candidates to archive" in text
     assert "3 injected, shown 4: Integration tests hit" in text
 
 

@@ -11,7 +11,12 @@ reference for every rule; in short:
   the previous week, "this <weekday>" and a weekday after on/by/after/until/till/due/from the
   nearest such day counting today, "coming <weekday>" and "before <weekday>" the nearest after
   today, "since <weekday>" and "past <weekday>" the nearest before today;
-- a bare weekday is only a date after one of those words, so "Thursday's standup" stays;
+- in a clause telling of the past (:func:`memdir.core.tense.clause_tense`: "We shipped on
+  Monday", "it broke after Tuesday", "On Monday we shipped"), "on/by/after/until/till/from/
+  before <weekday>" is the nearest such day before today (on the same weekday a week ago:
+  today would be said "today") and "this <weekday>" this week's, today included;
+- a bare weekday is only a date after one of those words, or right after a verb in the past
+  ("We deployed Friday" is the Friday before today), so "Thursday's standup" stays;
 - a phrase is a date only where it stands as words: not joined to a path, file name, e-mail,
   identifier or option (``tomorrow.io``, ``/var/log/yesterday.log``, ``today@example.com``,
   ``--after Thursday``), and not inside code or a link target (:func:`_protected`).
@@ -31,6 +36,8 @@ from __future__ import annotations
 import calendar
 import re
 from datetime import date, datetime, timedelta
+
+from memdir.core.tense import PAST, clause_tense, past_verb
 
 __all__ = ["absolutize_dates", "anchor_day"]
 
@@ -76,6 +83,8 @@ _RULES = re.compile(
     rf"|(?P<prep>on|by|after|before|until|till|from|since|due)\s+(?P<prepwd>{_WD})"
     rf"|in\s+(?P<innum>{_NUM})\s+(?P<inunit>{_UNIT})(?:['’]s?[ \t]+time)?"
     rf"|(?<![-./:\d])(?P<agonum>{_NUM})\s+(?P<agounit>{_UNIT})\s+ago"
+    # a bare weekday: a date only right after a verb in the past ("we deployed Friday")
+    rf"|(?P<barewd>{_WD})"
     r")\b" + _NOT_BEFORE + _NOT_POSSESSIVE + _DATED,
     re.IGNORECASE,
 )
@@ -103,6 +112,7 @@ _SCANS = (("`", _CODE), ("~~~", _CODE), ("://", _URL), ("@", _EMAIL), ("<", _TAG
 _ON_OR_AFTER = "on_or_after"  # the nearest such day, today included
 _AFTER = "after"  # the nearest after today
 _BEFORE = "before"  # the nearest before today
+_ON_OR_BEFORE = "on_or_before"  # the nearest such day, today included, looking back
 _NEXT_WEEK = "next_week"  # that day in next week (Monday to Sunday)
 _LAST_WEEK = "last_week"  # that day in the previous week
 _WEEKDAY_RULES = {
@@ -114,6 +124,13 @@ _WEEKDAY_RULES = {
     "since": _BEFORE, "past": _BEFORE, "this past": _BEFORE,
     "next": _NEXT_WEEK, "last": _LAST_WEEK,
 }
+# In a clause telling of the past ("we shipped on Monday", "it broke after Tuesday"), these
+# words look back: "this" to this week's day (today included), the others to the nearest
+# such day before today (on the same weekday, a week ago: today is "today"). "next", "last",
+# "since", "past", "coming", "due" mean the same in any tense.
+_PAST_RULES = {"on": _BEFORE, "by": _BEFORE, "after": _BEFORE, "until": _BEFORE,
+               "till": _BEFORE, "from": _BEFORE, "before": _BEFORE, "this": _ON_OR_BEFORE}
+_WORD_BEFORE = re.compile(r"[A-Za-z]+(?:['’][a-z]+)?")
 _STEP = {"next": 1, "last": -1, "this": 0, "the": 0, None: 0}
 
 
@@ -158,6 +175,8 @@ def _weekday(anchor: date, weekday: int, rule: str) -> date:
         return anchor + timedelta(days=(weekday - anchor.weekday() - 1) % 7 + 1)
     if rule == _BEFORE:
         return anchor - timedelta(days=(anchor.weekday() - weekday - 1) % 7 + 1)
+    if rule == _ON_OR_BEFORE:
+        return anchor - timedelta(days=(anchor.weekday() - weekday) % 7)
     return _monday(anchor, 1 if rule == _NEXT_WEEK else -1) + timedelta(days=weekday)
 
 
@@ -202,9 +221,28 @@ def _day_offset(phrase: str) -> int:
     return 0
 
 
-def _meaning(match: re.Match[str], anchor: date) -> str:
-    """What the phrase ``match`` means, as an absolute date (or period) counted from ``anchor``."""
+def _weekday_rule(word: str, match: re.Match[str]) -> str:
+    """The rule of a weekday after ``word`` ("on", "this", ...): its own, or in a clause
+    telling of the past, the one looking back."""
+    if word in _PAST_RULES and clause_tense(match.string, *match.span()) == PAST:
+        return _PAST_RULES[word]
+    return _WEEKDAY_RULES[word]
+
+
+def _after_past_verb(text: str, start: int) -> bool:
+    """Whether the word right before ``start`` is a verb in the past ("deployed Friday")."""
+    words = _WORD_BEFORE.findall(text, max(0, start - 60), start)
+    return bool(words) and past_verb(words[-1], words[-2] if len(words) > 1 else "")
+
+
+def _meaning(match: re.Match[str], anchor: date) -> str | None:
+    """What the phrase ``match`` means, as an absolute date (or period) counted from
+    ``anchor``; None: the words are no date (a bare weekday not after a verb in the past)."""
     g = match.groupdict()
+    if g["barewd"]:
+        if not _after_past_verb(match.string, match.start()):
+            return None
+        return _weekday(anchor, _WEEKDAYS.index(g["barewd"].lower()), _BEFORE).isoformat()
     if g["day"]:
         phrase = " ".join(g["day"].lower().split())
         return (anchor + timedelta(days=_day_offset(phrase))).isoformat()
@@ -212,12 +250,12 @@ def _meaning(match: re.Match[str], anchor: date) -> str:
         rel = g["endrel"].lower() if g["endrel"] else None
         return _end_of(anchor, g["endunit"].lower(), rel).isoformat()
     if g["relwd"]:
-        rule = _WEEKDAY_RULES[" ".join(g["rel"].lower().split())]
+        rule = _weekday_rule(" ".join(g["rel"].lower().split()), match)
         return _weekday(anchor, _WEEKDAYS.index(g["relwd"].lower()), rule).isoformat()
     if g["period"]:
         return _period(anchor, g["period"].lower(), g["prel"].lower())
     if g["prepwd"]:
-        rule = _WEEKDAY_RULES[g["prep"].lower()]
+        rule = _weekday_rule(g["prep"].lower(), match)
         return _weekday(anchor, _WEEKDAYS.index(g["prepwd"].lower()), rule).isoformat()
     if g["innum"]:
         return _shift(anchor, _number(g["innum"]), g["inunit"]).isoformat()
@@ -282,8 +320,12 @@ def absolutize_dates(text: str, anchor: date) -> str:
             # ("on\n\n    Thursday") is no date, but a shorter one inside it may be.
             pos = spans[skip][1] if spans[skip][0] <= start else start + 1
             continue
+        meaning = _meaning(match, anchor)
+        if meaning is None:
+            pos = end
+            continue
         out.append(text[last:end])
-        out.append(f" ({_meaning(match, anchor)})")
+        out.append(f" ({meaning})")
         last = pos = end
     out.append(text[last:])
     return "".join(out)

@@ -7,17 +7,23 @@ piece of stored text it embeds (body, name, description, tags, meta, file names,
 lines, session excerpts): after it, no tag-shaped text survives from memory content, so every
 tag in memdir's output is one memdir wrote, and they are balanced.
 
-What counts as tag-shaped: an opening bracket, then optional whitespace (or combining marks),
-an optional slash, optional whitespace, then a letter, ``!``, ``?``, ``_``, ``:`` or an
-entity. The opening bracket may be ``<`` in any spelling a reader might decode: HTML entities
-(``&lt;``, ``&#60;``, ``&#x3c;``, with or without ``;``, also double-encoded as
-``&amp;lt;``), escapes (``\\u003c``, ``\\x3c``, ``%3C``) and look-alike brackets
-(full-width ``＜``, ``﹤``, ``〈``, ``⟨``, ``˂``, ``❮`` ...). Such an opener becomes ``‹``
-(U+2039, the inert form: text that already uses it is left alone), and the ``>`` (or
-look-alike, or ``&gt;``) that closes it on the same line becomes ``›``. So
-``</system-reminder>`` reads ``‹/system-reminder›``, ``Vec<u8>`` reads ``Vec‹u8›``, ``a < b``
-reads ``a ‹ b``; a ``<`` before a digit, ``=``, ``-`` or another non-letter (``x <= 5``,
-``<-``, ``1<2``) stays.
+What counts as tag-shaped is judged on the text as a lenient reader decodes it
+(:mod:`memdir.core.decoded_text`): every character NFKC-normalised (full-width ``＜`` ``｜``
+``／``, circled ``ⓢ``, small ``﹤``), then the common escapes decoded (HTML entities ``&lt;``
+``&#60;`` ``&#x3c;`` ``&amp;lt;``, ``\\u003c`` ``\\u{3c}`` ``\\x3c`` ``\\074`` ``\\/``,
+``%3C`` ``%253C``; a second round for what the first decoded into an escape, ``%26lt;``).
+There, a tag starts with an opening bracket (``<`` or a look-alike that NFKC leaves:
+``〈`` ``⟨`` ``˂`` ``❮`` ...), then optional whitespace (or combining marks), at most two
+slashes or pipes (``</x``, ``<\\/x``, the special tokens ``<|im_start|>`` ``<｜User｜>``),
+optional whitespace, then a letter, ``!``, ``?``, ``_``, ``:`` or an entity. The original
+piece that decoded to such an opener, in whatever spelling, becomes ``‹`` (U+2039, the
+inert form: text that already uses it is left alone), and the piece that decoded to the
+``>`` (or look-alike) closing it on the same line becomes ``›``. So
+``</system-reminder>`` reads ``‹/system-reminder›``, ``&lt;|im_end|&gt;`` reads
+``‹|im_end|›``, ``<ⓢⓨⓢⓣⓔⓜ>`` reads ``‹ⓢⓨⓢⓣⓔⓜ›``, ``Vec<u8>`` reads ``Vec‹u8›``, ``a < b``
+reads ``a ‹ b``; a ``<`` before a digit, ``=``, ``-``, ``%``, ``|>`` or another non-letter
+(``x <= 5``, ``<-``, ``1<2``, ``<%= x %>``, ``<|>``) stays, and so does everything that is
+not an opener or its closer (``a | b``, ``50%``, ``%20``, ``C:\\path``, ``AT&T``).
 
 Invariants:
 - Output never holds an opener followed by tag-like text; the function is idempotent
@@ -26,8 +32,9 @@ Invariants:
   joiners U+200C/U+200D are kept) and control characters other than tab and newline are
   removed; ``\\r\\n``, ``\\r`` and Unicode line/paragraph separators become ``\\n``. Nothing
   else changes: the text stays readable and its words searchable.
-- Pure and fast: text with no candidate opener costs two scans; the tag patterns are
-  compiled once, on first need. Nothing beyond the standard library's ``re`` is imported.
+- Pure and fast: text with no candidate opener (nor an escape that could spell one) costs
+  two scans; the tag patterns are compiled once, on first need. Only the standard library
+  is imported (``re``, ``unicodedata``, ``bisect``).
 """
 
 from __future__ import annotations
@@ -37,54 +44,36 @@ from collections.abc import Mapping
 from functools import cache, lru_cache
 from typing import TypeVar
 
+from memdir.core.decoded_text import COMBINING_MARKS, Decoded, decoded, has_marks
+
 __all__ = ["INERT_CLOSE", "INERT_OPEN", "fence", "neutralise", "neutralise_data",
            "neutralise_lines"]
 
 INERT_OPEN, INERT_CLOSE = "\u2039", "\u203a"  # ‹ ›
 
-# Brackets a reader may take for "<" / ">" (NFKC maps the first two of each to ASCII).
-_OPENERS = "<\uff1c\ufe64\u2329\u3008\u27e8\u27ea\u02c2\u1438\u276c\u276e\u29fc\u2039"
-_CLOSERS = ">\uff1e\ufe65\u232a\u3009\u27e9\u27eb\u02c3\u1433\u276d\u276f\u29fd\u203a"
-_AMP = r"&(?:amp;)*"
-
-
-def _numeric(chars: str, then: str) -> str:
-    """Entity and escape spellings of these characters (``&#60;`` ``&#x3c;`` ``\\u003c``)."""
-    dec = "|".join(str(ord(c)) for c in chars)
-    hexa = "|".join(f"{ord(c):x}" for c in chars)
-    # The fixed-width escapes end where their width does, whatever follows (\u003cabc is
-    # "<abc" to a JSON or Python reader); other spellings end at the first non-digit.
-    fixed = "|".join([*(f"u{ord(c):04x}" for c in chars), *(f"U{ord(c):08x}" for c in chars),
-                      *(f"x{ord(c):02x}" for c in chars if ord(c) < 0x100)])
-    return (rf"{_AMP}\#0*(?:{dec})(?![0-9]);?|{_AMP}\#x0*(?:{hexa})(?![0-9a-f]);?"
-            rf"|\\(?:{fixed})|\\(?:u0*|U0*|x)(?:{hexa})(?![0-9a-f])"
-            rf"|%{ord(chars[0]):x}|{_AMP}(?:{then})")
-
-
-_OPEN = (rf"(?:[{_OPENERS}]|"
-         + _numeric(_OPENERS, r"lt;?|lsaquo;|lang;|langle;|LeftAngleBracket;")
-         + ")")
-_CLOSE = (rf"(?:[{_CLOSERS}]|"
-          + _numeric(_CLOSERS, r"gt;?|rsaquo;|rang;|rangle;|RightAngleBracket;")
-          + ")")
+# Brackets a reader may take for "<" / ">" once each character is NFKC-normalised (which
+# maps the full-width and small forms to ASCII, and which the decoded text has done).
+_OPENERS = "<\u2329\u3008\u27e8\u27ea\u02c2\u1438\u276c\u276e\u29fc\u2039"
+_CLOSERS = ">\u232a\u3009\u27e9\u27eb\u02c3\u1433\u276d\u276f\u29fd\u203a"
+# Between the bracket and the name: a slash (a closing tag) or a pipe (a special token,
+# <|im_start|>), in any of their look-alikes, at most two of them.
+_SLASHES = r"/\\\u2044\u2215\u29f8|\u00a6\u01c0\u2223\u2502\u2503\u23d0\uffe8"
 # Skipped between the bracket and the name: whitespace, joiners, combining marks, selectors.
-_SPACE = ("[\\s\u200c\u200d\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff"
-          "\ufe00-\ufe0f\ufe20-\ufe2f]")
-_ENTITY = r"&(?:\#[0-9]{1,7}|\#x[0-9a-f]{1,6}|[a-z][a-z0-9]{1,31});?"
-_SLASH = r"(?:[/\\\uff0f\u2044\u2215\u29f8]|%2f|&(?:amp;)*(?:\#0*47|\#x0*2f|sol);?)"
-_START = rf"(?:[^\W\d]|[!?:]|{_ENTITY}|\\[ux])"
+_SPACE = f"[\\s\u200c\u200d{COMBINING_MARKS}]"
+_COMBINING = re.compile(f"[{COMBINING_MARKS}]")
+# A tag's name starts with a letter, "!", "?", ":", "_" or an entity no reader was sure of.
+_START = r"(?:[^\W\d]|[!?:]|&(?:\#[0-9]{1,7}|\#x[0-9a-f]{1,6}|[a-z][a-z0-9]{1,31});?)"
 
 
 @cache
 def _tag_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
     """The opener (followed by something tag-like) and the bracket closing an opener made
-    inert on the same line. Compiled on first need (milliseconds, and every hook is a fresh
-    process): text without a candidate opener never needs them."""
+    inert on the same line, both run on the decoded text. Compiled on first need
+    (milliseconds, and every hook is a fresh process): text without a candidate opener never
+    needs them."""
     opener = re.compile(
-        rf"(?=[{_OPENERS}&\\%])(?:{_OPEN})(?={_SPACE}*(?:{_SLASH}{_SPACE}*)?{_START})",
-        re.IGNORECASE)
-    closer = re.compile(rf"({INERT_OPEN}[^\n{_OPENERS}{_CLOSERS}&%\\]{{0,256}}?){_CLOSE}",
-                        re.IGNORECASE)
+        rf"[{_OPENERS}](?={_SPACE}*(?:[{_SLASHES}]{_SPACE}*){{0,2}}{_START})", re.IGNORECASE)
+    closer = re.compile(rf"{INERT_OPEN}[^\n{_OPENERS}{_CLOSERS}]{{0,256}}?([{_CLOSERS}])")
     return opener, closer
 
 
@@ -96,8 +85,12 @@ _INVISIBLE = re.compile(
     "\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]")
 _BREAKS = re.compile("[\x85\u2028\u2029]")
 _ASCII_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
-# Where an opener could begin (cheap to compile and scan): else the text is left as it is.
-_MAYBE = re.compile(f"[{_OPENERS}]|&[#a-zA-Z]|\\\\[uUx]|%3[cC]")
+# Where an opener could begin, before decoding (cheap to compile and scan): a bracket (or a
+# full-width or small one), an entity, an escape, a percent-encoded "<", "&", "\\" or
+# non-ASCII byte, or a full-width "&", "\\" or "%" (NFKC-normalised, they start one). Else
+# the text stays as it is.
+_MAYBE = re.compile(f"[{_OPENERS}\uff1c\ufe64\uff06\ufe60\uff3c\ufe68\uff05\ufe6a]"
+                    "|&[#a-zA-Z]|\\\\[uUx0-3]|%(?:25)*(?:3[cC]|26|5[cC]|[c-fC-F][0-9a-fA-F])")
 # A line of stored text that Markdown would read as structure: a heading, a fence, a rule.
 _STRUCTURE = re.compile(r"^([ \t]*)(?=#|```|~~~|[=-]{3,}[ \t]*$)", re.MULTILINE)
 
@@ -126,13 +119,47 @@ def _neutralise(text: str) -> str:
         text = _ASCII_CONTROLS.sub("", text)
     else:
         text = _INVISIBLE.sub("", _BREAKS.sub("\n", text))
-    if not _MAYBE.search(text):
+    if not _MAYBE.search(text) and not (has_marks(text)
+                                        and _MAYBE.search(_COMBINING.sub("", text))):
         return text
+    return _inert_tags(text)
+
+
+def _inert_tags(text: str) -> str:
+    """``text`` with each opener that the decoded text shows followed by something tag-like
+    made ``‹``, and the closer of each on the same line ``›``: in the original's spelling
+    (the whole ``&lt;`` or ``\\u003c`` becomes one ``‹``), everything else untouched. Text
+    with combining marks is read twice, with them and without them."""
+    edits: dict[tuple[int, int], str] = {}
+    for view in ((decoded(text), decoded(text, drop_marks=True)) if has_marks(text)
+                 else (decoded(text),)):
+        _find_tags(view, edits)
+    if not edits:
+        return text
+    out: list[str] = []
+    last = 0
+    for (start, end), mark in sorted(edits.items()):
+        if start < last:
+            continue  # within a piece already made inert
+        out.extend((text[last:start], mark))
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _find_tags(view: Decoded, edits: dict[tuple[int, int], str]) -> None:
+    """Add to ``edits`` the span of the original behind each opener in ``view`` (to become
+    ``‹``) and behind the closer of each (to become ``›``)."""
     opener, closer = _tag_patterns()
-    text = opener.sub(INERT_OPEN, text)
-    if INERT_OPEN not in text:
-        return text
-    return closer.sub(lambda m: m.group(1) + INERT_CLOSE, text)
+    opens = [m.start() for m in opener.finditer(view.text)]
+    if not opens and INERT_OPEN not in view.text:
+        return
+    inert = INERT_OPEN.join(view.text[a + 1:b]
+                            for a, b in zip([-1, *opens], [*opens, None], strict=True))
+    for at in opens:
+        edits.setdefault(view.source(at), INERT_OPEN)
+    for match in closer.finditer(inert):
+        edits.setdefault(view.source(match.start(1)), INERT_CLOSE)
 
 
 def neutralise_lines(text: str) -> str:

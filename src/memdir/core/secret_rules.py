@@ -148,7 +148,16 @@ def _basic_credential(text: str) -> bool:
         decoded = base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True)
     except (binascii.Error, ValueError):
         return False
-    return b":" in decoded and len(decoded) >= 4
+    # "user:password", a printable user name and a printable password (a word that happens
+    # to be base64, "Basic authentication", decodes to bytes that are neither).
+    user, colon, password = decoded.partition(b":")
+    try:
+        printable = password.decode("utf-8").isprintable()
+    except UnicodeDecodeError:
+        return False
+    header = text[:1] in "Aa"  # after "Authorization:" a short one counts too
+    return (bool(colon) and printable and re.fullmatch(rb"[\x21-\x7e]+", user) is not None
+            and (header or len(decoded) >= 4))
 
 
 def _not_placeholder_password(text: str) -> bool:
@@ -206,8 +215,10 @@ PROVIDER_RULES: tuple[Rule, ...] = (
          _r(rf"{_B}eyJ[A-Za-z0-9_-]{{8,}}\.eyJ[A-Za-z0-9_-]{{8,}}\.[A-Za-z0-9_-]{{8,}}")),
     Rule("a bearer token", ("bearer",),
          _r(r"\bBearer\s+[A-Za-z0-9._~+/-]{20,}=*", _I), _random(20), spaced=True),
+    # "Basic <base64 of user:password>"; after "Authorization:" in any case, however short.
     Rule("a Basic auth credential", ("basic ",),
-         _r(r"\bBasic\s+[A-Za-z0-9+/]{8,}={0,2}(?![A-Za-z0-9+/=])"), _basic_credential,
+         _r(r"(?:\bBasic\s+[A-Za-z0-9+/]{8,}|(?i:\bauthorization[\"']?\s*[:=]\s*[\"']?basic)"
+            r"\s+[A-Za-z0-9+/]{4,})={0,2}(?![A-Za-z0-9+/=])"), _basic_credential,
          spaced=True),
     Rule("a URL with credentials", ("://",),
          # The password may hold "@" (pasted unencoded): the host follows the last one.
@@ -274,8 +285,11 @@ PROVIDER_RULES: tuple[Rule, ...] = (
     Rule("a Pulumi token", ("pul-",), _r(rf"{_B}pul-[a-f0-9]{{40}}{_E}")),
     Rule("a Terraform Cloud token", (".atlasv1.",),
          _r(r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,70}")),
+    # Service, batch and recovery tokens; the short form is "hvs." and 24 characters.
     Rule("a HashiCorp Vault token", ("hvs.", "hvb.", "hvr."),
-         _r(rf"{_B}hv[sbr]\.[A-Za-z0-9_-]{{24,}}"), _random(24)),
+         _r(rf"{_B}hv[sbr]\.[A-Za-z0-9_-]{{20,}}"), _random(20)),
+    # A personal access token: "pat", 14 characters, ".", 64 hex digits.
+    Rule("an Airtable token", ("pat",), _r(rf"{_B}pat[A-Za-z0-9]{{14}}\.[a-f0-9]{{64}}{_E}")),
     Rule("an Alibaba Cloud key", ("ltai",), _r(rf"{_B}LTAI[A-Za-z0-9]{{20}}{_E}")),
     Rule("a PlanetScale token", ("pscale_",),
          _r(rf"{_B}pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_.=-]{{32,64}}")),

@@ -12,12 +12,15 @@
 - **most_useful**: the memories used (or reinforced explicitly) most, up to
   :data:`MOST_USEFUL`;
 - **never_used**: active memories injected into at least :data:`NEVER_USED_AFTER` sessions and
-  never used nor reinforced, most injected first: candidates to archive;
+  never used nor reinforced, most injected first: candidates to archive; at most
+  :data:`NEVER_USED_LISTED` of them, and **never_used_count** says how many there are in all
+  ("never used: 37 (showing 10)");
 - the counts in all and per scope (``by_scope``: a project's own memories apart from the
   user's, which every project of the home injects).
 
 Invariants: both stores build it with :func:`usefulness` from their counts per scope and the
-memories that may be listed, so the shape and the rules are one; ``used <= injected``.
+memories that may be listed, so the shape and the rules are one; ``used <= injected``;
+``len(never_used) == min(never_used_count, NEVER_USED_LISTED)``.
 """
 
 from __future__ import annotations
@@ -26,12 +29,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MOST_USEFUL", "NEVER_USED_AFTER", "Counts", "MemoryUse", "Usefulness", "usefulness"]
+__all__ = ["MOST_USEFUL", "NEVER_USED_AFTER", "NEVER_USED_LISTED", "Counts", "MemoryUse",
+           "Usefulness", "usefulness"]
 
 #: A memory injected into this many sessions and never used nor reinforced is a candidate
 #: to archive.
 NEVER_USED_AFTER = 3
-MOST_USEFUL = 5  # memories listed as the most useful (and at most twice that as never used)
+MOST_USEFUL = 5  # memories listed as the most useful
+NEVER_USED_LISTED = 2 * MOST_USEFUL  # memories listed as never used (all are counted)
 
 
 @dataclass(frozen=True)
@@ -81,12 +86,15 @@ class Usefulness:
     by_scope: tuple[tuple[str, Counts], ...] = ()
     most_useful: tuple[MemoryUse, ...] = ()
     never_used: tuple[MemoryUse, ...] = ()
+    #: How many memories are never used in all; ``never_used`` lists the first of them.
+    never_used_count: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.total.to_dict(),
                 "by_scope": {scope: counts.to_dict() for scope, counts in self.by_scope},
                 "most_useful": [m.to_dict() for m in self.most_useful],
                 "never_used": [m.to_dict() for m in self.never_used],
+                "never_used_count": self.never_used_count,
                 "never_used_after": NEVER_USED_AFTER}
 
 
@@ -108,4 +116,4 @@ def usefulness(by_scope: Iterable[tuple[str, Counts]],
                    and not m.reinforced and m.injected >= NEVER_USED_AFTER),
                   key=lambda m: (-m.injected, -m.shown, m.id))
     return Usefulness(total, tuple(scopes), tuple(useful[:MOST_USEFUL]),
-                      tuple(idle[:2 * MOST_USEFUL]))
+                      tuple(idle[:NEVER_USED_LISTED]), len(idle))
