@@ -8,14 +8,17 @@ longer than 2 letters.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 __all__ = ["content_words", "similarity"]
 
 _WORD = re.compile(r"\w+")
 
 
+@lru_cache(maxsize=65536)
 def content_words(text: str) -> frozenset[str]:
-    """The words (longer than 2 letters, lower-cased) that similarity compares."""
+    """The words (longer than 2 letters, lower-cased) that similarity compares (cached:
+    consolidation compares each text with several others)."""
     return frozenset(w for w in _WORD.findall(text.lower()) if len(w) > 2)
 
 

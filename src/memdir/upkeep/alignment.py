@@ -34,130 +34,25 @@ one subject has is :mod:`memdir.upkeep.conflicts`'s).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from functools import lru_cache
 
 from memdir.upkeep.claims import disagreement
 from memdir.upkeep.lexicon import FUNCTION, LIGHT, stem
-from memdir.upkeep.values import (
-    ARTICLES,
-    AUXILIARIES,
-    COORDINATORS,
-    COPULAS,
-    INVERSE,
-    NEGATING,
-    NUMBER_WORDS,
-    UNITS,
-    antonyms,
-    is_verb,
-    name_kind,
-    named,
-    quantity,
-)
+from memdir.upkeep.slots import BE, Slot, cue, identity, slots, value_place
+from memdir.upkeep.values import AUXILIARIES, COORDINATORS, INVERSE, antonyms, name_kind
 
 __all__ = ["Alignment", "Slot", "align", "slots"]
 
-_TOKEN = re.compile(r"`[^`\n]{1,80}`|[\w$%µ#@]+(?:['’\-./:@+][\w$%#]+)*\+*"
-                    r"|->|→|=|/|&|:(?=\s|$)")
-_SENTENCE_END = re.compile(r"(?:^|[.!?:;\n]\s*|^\s*[-*]\s+|\n\s*[-*]\s+)$")
-_NOT = {"don't": ("do", "not"), "doesn't": ("does", "not"), "didn't": ("did", "not"),
-        "isn't": ("is", "not"), "aren't": ("are", "not"), "wasn't": ("was", "not"),
-        "weren't": ("were", "not"), "can't": ("can", "not"), "cannot": ("can", "not"),
-        "won't": ("will", "not"), "shouldn't": ("should", "not"), "mustn't": ("must", "not"),
-        "haven't": ("have", "not"), "hasn't": ("has", "not"), "dont": ("do", "not"),
-        "wouldn't": ("would", "not"), "couldn't": ("could", "not")}
-BE = "<be>"
-# Pivots that make a crossing a paraphrase, not a reversal: a copula ("X is Y" / "Y is X")
-# and the converses of order and place.
 _DIGITS = re.compile(r"\d+")
-_DETERMINERS = frozenset("the a an all every each your our any".split())
-_SCALES = {"hundred": 100, "thousand": 1000, "million": 1000000}
-_PREPOSITIONS = frozenset("in into to on onto at from via by under behind through".split())
-# An event's verb ("I talked to Emi"): two events may both have happened. A change of
-# state ("moved to", "switched to") replaces the old value all the same.
-_STATE_CHANGE = frozenset("moved switched migrated changed relocated upgraded downgraded "
-                          "renamed transferred".split())
-_IRREGULAR_PAST = frozenset("went was were had did got saw met ran came took made said told "
-                            "gave left bought ate wrote sent spent found thought felt heard "
-                            "brought caught drove flew kept lost paid put read sat stood "
-                            "taught won".split())
-_FIRM = frozenset({BE} | {stem(w) for w in AUXILIARIES})
-_IDENTIFY = frozenset(stem(w) for w in "required needed used recommended preferred supported "
-                      "default target minimum maximum".split())
+# The shape of a component's, file's or variable's name, not of a person, product or place:
+# camelCase, snake_case, a path, a dotted or many-hyphened name.
+_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_IDENTIFIER = re.compile(r"[a-z][A-Z]|_|/|\.\w|\w-\w+-\w")
 _CONVERSE = {stem(x): stem(y) for x, y in (("before", "after"), ("after", "before"),
                                             ("above", "below"), ("below", "above"),
                                             ("over", "under"), ("under", "over"))}
-
-
-@dataclass(frozen=True)
-class Slot:
-    """One token of a claim: ``key`` is what alignment compares; ``kind`` is ``amount``,
-    ``name``, ``neg``, ``verb``, ``cap`` (a capital at a sentence's start: maybe a name) or
-    ``word``; ``text`` the words as written."""
-
-    key: str
-    kind: str
-    text: str
-
-
-@lru_cache(maxsize=65536)
-def slots(claim: str) -> tuple[Slot, ...]:
-    """The slots of a claim (module docstring), in order."""
-    raw: list[tuple[str, bool]] = []
-    for found in _TOKEN.finditer(claim.replace("’", "'")):
-        start = _SENTENCE_END.search(claim[max(0, found.start() - 4):found.start()]) is not None
-        raw.append((found.group(), start))
-    out: list[Slot] = []
-    i = 0
-    while i < len(raw):
-        surface, start = raw[i]
-        low = surface.lower()
-        i += 1
-        if low in _NOT:
-            verb, _ = _NOT[low]
-            out += [Slot(stem(verb), "verb", surface), Slot("not", "neg", surface)]
-            continue
-        if low.endswith("n't"):
-            out += [Slot(stem(low[:-3]), "verb", surface), Slot("not", "neg", surface)]
-            continue
-        if low.endswith("'s"):
-            low, surface = low[:-2], surface[:-2]
-        if low in ARTICLES:
-            if out and out[-1].key == BE and low in ("the", "a", "an"):
-                out[-1] = Slot(BE, "verb", f"{out[-1].text} {surface}")  # "is the": identity
-            continue
-        following = raw[i][0].lower() if i < len(raw) else ""
-        if start and following in _DETERMINERS and low not in _DETERMINERS \
-                and not named(surface, sentence_start=True) and quantity(low) is None:
-            out.append(Slot(stem(low), "verb", surface))  # "Apply the migration": a command
-            continue
-        while low in NUMBER_WORDS and following in _SCALES:  # "one thousand" -> 1000
-            low = str(NUMBER_WORDS[low] * _SCALES[following])
-            surface = f"{surface} {raw[i][0]}"
-            i += 1
-            following = raw[i][0].lower() if i < len(raw) else ""
-        unit = raw[i][0].lower() if i < len(raw) else None
-        amount = quantity(low, unit if unit in UNITS else None)
-        if amount is not None:
-            text = surface
-            if unit in UNITS and not amount.startswith("n:"):
-                text = f"{surface} {raw[i][0]}"
-                i += 1
-            out.append(Slot(amount, "amount", text))
-        elif low in NEGATING:
-            out.append(Slot("not", "neg", surface))
-        elif low in COPULAS or low == ":":
-            out.append(Slot(BE, "verb", surface))
-        elif low in COORDINATORS:
-            out.append(Slot(low, "word", surface))
-        elif named(surface, sentence_start=start):
-            out.append(Slot(low.strip("`"), "name", surface))
-        elif is_verb(low):
-            out.append(Slot(stem(low), "verb", surface))
-        else:  # a capital at a sentence's start may be a name ("Priya owns ...")
-            out.append(Slot(stem(low), "cap" if surface[:1].isupper() else "word", surface))
-    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -179,24 +74,10 @@ class Alignment:
     values_differ: bool = False
     # Two names or identifiers differ (beside whatever else): two things, for the stance rule.
     names_differ: bool = False
-
-
-def _cue(seq: tuple[Slot, ...]) -> int | None:
-    """Where the predicate starts: the first verb, auxiliary or copula (a negation at the
-    start is an imperative's: "Never use X")."""
-    if seq and seq[0].kind == "neg":
-        return 0  # an imperative: "Never mock the clock"
-    first = next((n for n, s in enumerate(seq) if s.kind == "verb"), None)
-    if first is not None and first > 0 and seq[first].key not in _FIRM:
-        # A noun that can be a verb ("Tech lead ... is Mei"): a copula or an auxiliary
-        # soon after is the predicate.
-        firm = next((n for n, s in enumerate(seq[:first + 6]) if s.key in _FIRM and n > first
-                     and not any(t.key == "," for t in seq[first:n])), None)
-        if firm is not None:
-            return firm
-    if first is None and seq and seq[0].kind == "cap":
-        return 0  # no verb known, a plain word first: a command ("Round prices up")
-    return first
+    other_slot: tuple[int, int] | None = None  # the same stretch in the second claim
+    # How a conflict's reason is said: the kind and the two stretches as written ("said":
+    # in the stance's words, :func:`memdir.upkeep.claims.disagreement`).
+    told: tuple[str, str, str] | None = None
 
 
 def _kind(left: tuple[Slot, ...], right: tuple[Slot, ...]) -> str:
@@ -222,6 +103,11 @@ def _kind(left: tuple[Slot, ...], right: tuple[Slot, ...]) -> str:
         kl, kr = _name_kind(left), _name_kind(right)
         if kl and kr:
             return "name" if kl == kr else "other"
+        pl, pr = _parts(left), _parts(right)
+        if any(_IDENTIFIER.search(s.text) for s in left + right if s.kind == "name") \
+                and not (pl & pr and len(pl - pr) <= 1 and len(pr - pl) <= 1):
+            return "other"  # "in ticketSyncView" / "in emailIngester": which component;
+        # "settings.toml" / "settings.yaml" differ in one part: one thing's two values
         return "name?"  # names memdir does not know: a value only where a value goes
     return "other"
 
@@ -233,39 +119,31 @@ def _typo(x: str, y: str) -> bool:
         and SequenceMatcher(None, x, y).ratio() >= 0.85
 
 
+def _parts(part: tuple[Slot, ...]) -> set[str]:
+    """The words inside identifiers: "settingsFile.toml" -> settings, file, toml."""
+    return {w.lower() for s in part for w in _PART.findall(s.text) if len(w) > 1}
+
+
 def _name_kind(part: tuple[Slot, ...]) -> str | None:
     return next((k for s in part if (k := name_kind(s.key)) is not None), None)
 
 
-def _value_place(seq: tuple[Slot, ...], at: int, cue: int | None) -> bool:
-    """Whether an unknown name at ``at`` stands where a value goes: right after a
-    preposition or a copula of the predicate, or before a verb whose subject is the value
-    ("Priya owns ..."), and not in an account of an event ("I talked to Emi")."""
-    if cue is None:
-        return False
-    verb = seq[cue]
-    if verb.key in INVERSE or _identity(seq, cue):
-        return at < cue
-    if at <= cue or (verb.key != BE and _past(verb.text.lower())):
-        return False
-    before = seq[at - 1].text.lower()
-    passive = verb.key == BE and before in ("with", "using")  # "is built with Flutter"
-    return seq[at - 1].key == BE or before in _PREPOSITIONS or passive
+def _identifiers(seq: tuple[Slot, ...]) -> frozenset[str]:
+    """The names of components, files and variables (:data:`_IDENTIFIER`'s shape, not a
+    tool memdir knows): two claims naming other ones are about other things."""
+    return frozenset(s.key for s in seq if s.kind == "name" and name_kind(s.key) is None
+                     and _IDENTIFIER.search(s.text))
 
 
-def _past(word: str) -> bool:
-    if word in _STATE_CHANGE:
-        return False
-    return word in _IRREGULAR_PAST or (word.endswith("ed") and len(word) > 4)
+def _tools(seq: tuple[Slot, ...]) -> frozenset[str]:
+    return frozenset(s.key for s in seq if s.kind == "name" and name_kind(s.key) is not None)
 
 
-def _identity(seq: tuple[Slot, ...], cue: int) -> bool:
-    """Whether a copula names what its subject is for: "Postgres 15 is the production
-    database", "Node 18 is required ...": the value stands before it."""
-    if seq[cue].key != BE:
-        return False
-    return seq[cue].text.lower().endswith((" the", " a", " an")) or (
-        cue + 1 < len(seq) and seq[cue + 1].key in _IDENTIFY)
+def _other_things(sa: tuple[Slot, ...], sb: tuple[Slot, ...]) -> bool:
+    """Whether two claims name other components, or each a tool the other does not
+    ("never run bazel ..." / "always run podman ...": two rules)."""
+    ta, tb = _tools(sa), _tools(sb)
+    return _identifiers(sa) != _identifiers(sb) or (bool(ta - tb) and bool(tb - ta))
 
 
 def _roles_swapped(sa: tuple[Slot, ...], sb: tuple[Slot, ...], ca: int | None,
@@ -313,7 +191,34 @@ def _crossed(a: tuple[Slot, ...], b: tuple[Slot, ...]) -> str | None:
 
 @lru_cache(maxsize=65536)
 def align(a: str, b: str) -> Alignment:
-    """Line two claims up and say how they differ (module docstring)."""
+    """Line two claims up and say how they differ (module docstring). The two are lined up
+    in one order whichever is given first, so the verdict is symmetric; the reason quotes
+    them in the order given."""
+    if a <= b:
+        return _align(a, b)
+    found = _align(b, a)
+    if found.told is None:
+        return replace(found, slot=found.other_slot, other_slot=found.slot)
+    kind, one, other = found.told
+    said = disagreement(a, b) if kind == "said" else None
+    return replace(found, slot=found.other_slot, other_slot=found.slot,
+                   told=(kind, other, one),
+                   reason=said.reason if said is not None else _reason(kind, other, one))
+
+
+def _reason(kind: str, one: str, other: str) -> str:
+    return {
+        "amount": (f"other numbers: {one} in one, {other} in the other"
+                   if not any(c.isalpha() for c in one + other)
+                   else f"other amounts: {one!r} in one, {other!r} in the other"),
+        "antonym": f"opposite words: {one!r} in one, {other!r} in the other",
+        "name": f"other values: {one!r} in one, {other!r} in the other",
+        "negation": f"one says {one or other!r}, the other does not",
+        "reversed": f"the relation is reversed: {one!r} in one, {other!r} in the other",
+    }[kind]
+
+
+def _align(a: str, b: str) -> Alignment:
     sa, sb = slots(a), slots(b)
     ka, kb = [s.key for s in sa], [s.key for s in sb]
     if ka == kb:
@@ -327,19 +232,22 @@ def align(a: str, b: str) -> Alignment:
     if crossed == "reversed":
         said = disagreement(a, b)  # in the stance's words: "one prefers X over Y, ..."
         if said is not None:
-            return Alignment("conflict", said.reason)
-        return Alignment("conflict", "the relation is reversed: "
-                         f"{_quote(sa[first[1]:last[2]])!r} in one, "
-                         f"{_quote(sb[first[3]:last[4]])!r} in the other")
-    ca, cb = _cue(sa), _cue(sb)
-    inverse = ca is not None and (sa[ca].key in INVERSE or _identity(sa, ca))
+            return Alignment("conflict", said.reason, told=("said", "", ""))
+        one, other = _quote(sa[first[1]:last[2]]), _quote(sb[first[3]:last[4]])
+        return Alignment("conflict", _reason("reversed", one, other),
+                         told=("reversed", one, other))
+    ca, cb = cue(sa), cue(sb)
+    inverse = ca is not None and cb is not None and (sa[ca].key in INVERSE or identity(sa, ca)) \
+        and (sb[cb].key in INVERSE or identity(sb, cb))  # both: the verdict is symmetric
 
     def subject(i1: int, i2: int, j1: int, j2: int) -> bool:
         if ca is None or cb is None:
             return False
         if inverse:  # "X owns Y": Y names what the claim is about
             return i1 > ca and j1 > cb
-        return i2 <= ca and j2 <= cb and (i1 < ca or j1 < cb)
+        # Both start before the predicate (and may run into it: "payload index uses" /
+        # "trace manifest uses", with "index" read as a verb).
+        return (i1 < ca and j1 < cb) or (i2 <= ca and j2 <= cb and (i1 < ca or j1 < cb))
 
     kinds = [_kind(sa[i1:i2], sb[j1:j2]) for _, i1, i2, j1, j2 in ops]
     parts = [(tuple(ka[i1:i2]), tuple(kb[j1:j2])) for _, i1, i2, j1, j2 in ops]
@@ -361,27 +269,21 @@ def align(a: str, b: str) -> Alignment:
         return Alignment("same")  # "remiders" / "reminders"
     differ = crossing or any(k in ("amount", "antonym", "name", "name?", "negation")
                              for k in kinds)
-    names = any(k in ("name", "name?") for k in kinds)
+    names = any(k in ("name", "name?") for k in kinds) or _other_things(sa, sb)
     if len(ops) != 1 or kinds[0] in ("other", "moved"):
         return Alignment("other", amounts=amounts, values_differ=differ, names_differ=names)
     _, i1, i2, j1, j2 = ops[0]
     if ca is None and not (i2 == len(sa) and j2 == len(sb)) and kinds[0] != "negation":
         return Alignment("other", amounts=amounts, values_differ=differ)  # only a trailing
     if kinds[0] == "name?":                                               # value then
-        if not (_value_place(sa, i1, ca) and _value_place(sb, j1, cb)):
+        if not (value_place(sa, i1, ca) and value_place(sb, j1, cb)):
             return Alignment("other", amounts=amounts, values_differ=differ)
         kinds[0] = "name"
     said = disagreement(a, b)  # the stance's reason where it sees one: "other numbers: 3.11 ..."
     if said is not None:
         return Alignment("conflict", said.reason, amounts=amounts, slot=(i1, i2),
-                         values_differ=True)
+                         values_differ=True, other_slot=(j1, j2), told=("said", "", ""))
     one, other = _quote(sa[i1:i2]), _quote(sb[j1:j2])
-    reason = {
-        "amount": (f"other numbers: {one} in one, {other} in the other"
-                   if not any(c.isalpha() for c in one + other)
-                   else f"other amounts: {one!r} in one, {other!r} in the other"),
-        "antonym": f"opposite words: {one!r} in one, {other!r} in the other",
-        "name": f"other values: {one!r} in one, {other!r} in the other",
-        "negation": f"one says {one or other!r}, the other does not",
-    }[kinds[0]]
-    return Alignment("conflict", reason, amounts=amounts, slot=(i1, i2), values_differ=True)
+    return Alignment("conflict", _reason(kinds[0], one, other), amounts=amounts,
+                     slot=(i1, i2), values_differ=True, other_slot=(j1, j2),
+                     told=(kinds[0], one, other))

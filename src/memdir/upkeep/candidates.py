@@ -24,6 +24,7 @@ index).
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -32,13 +33,14 @@ __all__ = ["FANOUT", "MAX_SLOTS", "NEIGHBOURS", "POSTING_CAP", "RARE_WORDS", "SL
 
 SLOT_WIDTH = 3
 FANOUT = 3
-MAX_SLOTS = 64
+MAX_SLOTS = 32  # also bounds a start to 6 bits in skeletons()
 NEIGHBOURS = 8
 RARE_WORDS = 4
 POSTING_CAP = 64
 SAME_CLAIM = 4  # copies of one claim paired with another value through at most this many
 
-Key = tuple[int, int]
+Key = int
+_MIX = 1_000_003  # a prefix hash and a suffix hash into one key
 
 
 def _hashes(keys: Sequence[str]) -> tuple[list[int], list[int]]:
@@ -52,19 +54,20 @@ def _hashes(keys: Sequence[str]) -> tuple[list[int], list[int]]:
 
 
 def skeleton_keys(keys: Sequence[str]) -> Iterator[tuple[Key, tuple[str, ...]]]:
-    """(skeleton, filler) for every stretch of 0 to ``SLOT_WIDTH`` slots of a claim."""
+    """(skeleton, filler) for every stretch of 0 to ``SLOT_WIDTH`` slots of a claim. (Two
+    skeletons may share a key by a hash collision: a pair compared for nothing, no more.)"""
     if len(keys) > MAX_SLOTS:
         return
     pre, suf = _hashes(keys)
     for i in range(len(keys) + 1):
         for width in range(min(SLOT_WIDTH, len(keys) - i) + 1):
-            yield (pre[i], suf[i + width]), tuple(keys[i:i + width])
+            yield pre[i] * _MIX ^ suf[i + width], tuple(keys[i:i + width])
 
 
 def slot_key(keys: Sequence[str], start: int, end: int) -> Key:
     """The skeleton of a claim with ``keys[start:end]`` cut out."""
     pre, suf = _hashes(keys)
-    return pre[start], suf[end]
+    return pre[start] * _MIX ^ suf[end]
 
 
 @dataclass(frozen=True)
@@ -78,18 +81,34 @@ class Skeletons:
 
 def skeletons(claims: Sequence[Sequence[str]]) -> Skeletons:
     """The skeleton index of a store's claims (their slot keys, in store order)."""
-    buckets: dict[Key, list[tuple[int, tuple[str, ...]]]] = {}
+    # The hot loop of a plan: each skeleton's first member as one int (claim, start,
+    # width), a list only from its second member on, and fillers only for those.
+    first: dict[Key, int] = {}
+    shared: dict[Key, list[int]] = {}
     for n, keys in enumerate(claims):
-        for key, filler in skeleton_keys(keys):
-            buckets.setdefault(key, []).append((n, filler))
+        size = len(keys)
+        if size > MAX_SLOTS:
+            continue
+        pre, suf = _hashes(keys)
+        for i in range(size + 1):
+            head = pre[i] * _MIX
+            for width in range(min(SLOT_WIDTH, size - i) + 1):
+                key = head ^ suf[i + width]
+                place = (n * 64 + i) * 4 + width
+                if key not in first:
+                    first[key] = place
+                elif key in shared:
+                    shared[key].append(place)
+                else:
+                    shared[key] = [first[key], place]
     pairs: set[tuple[int, int]] = set()
     lists: set[Key] = set()
-    for key, members in buckets.items():
-        if len(members) < 2:
-            continue
+    for key, places in shared.items():
         values: dict[tuple[str, ...], list[int]] = {}
-        for n, filler in members:
-            values.setdefault(filler, []).append(n)
+        for place in places:
+            n, width = place // 256, place % 4
+            i = place // 4 % 64
+            values.setdefault(tuple(claims[n][i:i + width]), []).append(n)
         if len(values) > FANOUT:
             lists.add(key)
             continue
@@ -107,15 +126,19 @@ def word_neighbours(words: Sequence[frozenset[str]]) -> set[tuple[int, int]]:
     for n, mine in enumerate(words):
         for w in mine:
             postings.setdefault(w, []).append(n)
+    df = {w: len(found) for w, found in postings.items()}
     pairs: set[tuple[int, int]] = set()
     for n, mine in enumerate(words):
-        rare = sorted((w for w in mine if 1 < len(postings[w]) <= POSTING_CAP),
-                      key=lambda w: (len(postings[w]), w))[:RARE_WORDS]
+        rare = heapq.nsmallest(RARE_WORDS, ((df[w], w) for w in mine
+                                            if 1 < df[w] <= POSTING_CAP))
         shared: dict[int, int] = {}
-        for w in rare:
+        for _, w in rare:
             for other in postings[w]:
-                if other != n:
-                    shared[other] = shared.get(other, 0) + 1
-        best = sorted(shared, key=lambda o: (-shared[o], o))[:NEIGHBOURS]
-        pairs.update((min(n, o), max(n, o)) for o in best)
+                shared[other] = shared.get(other, 0) + 1
+        shared.pop(n, None)
+        if len(shared) > NEIGHBOURS:
+            best = heapq.nsmallest(NEIGHBOURS, shared, key=lambda o: (-shared[o], o))
+        else:
+            best = list(shared)
+        pairs.update((n, o) if n < o else (o, n) for o in best)
     return pairs

@@ -44,19 +44,21 @@ import re
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from memdir.core.model import Memory
 from memdir.retrieval.similarity import content_words
 from memdir.upkeep.alignment import Alignment, align, slots
 from memdir.upkeep.candidates import (
     FANOUT,
+    SLOT_WIDTH,
     skeleton_keys,
     skeletons,
     slot_key,
     word_neighbours,
 )
 from memdir.upkeep.claims import Disagreement, disagreement, read, reordered
-from memdir.upkeep.lexicon import SEQUENCE, is_number, negation, stem
+from memdir.upkeep.lexicon import FUNCTION, LIGHT, SEQUENCE, is_number, negation, stem
 from memdir.upkeep.values import antonyms
 
 __all__ = [
@@ -125,6 +127,7 @@ def _stem(word: str) -> str:
     return word
 
 
+@lru_cache(maxsize=65536)
 def _topic(claim: str) -> frozenset[str]:
     # The values themselves (numbers, "tabs" / "spaces") are what differs, not the topic.
     return frozenset(_stem(w) for w in content_words(claim)
@@ -143,11 +146,14 @@ def contradicts(a: str, b: str, *, threshold: float = TOPIC_OVERLAP) -> bool:
     store-time warning): :func:`conflict`, or on a shared topic (``threshold`` of the
     shorter claim's topic words) the stance rule of :func:`opposite`."""
     ca, cb = claim_of(a), claim_of(b)
+    shared, overlap = topic_overlap(a, b)
+    on_topic = shared >= MIN_SHARED and overlap >= threshold
+    if not on_topic and not comparable(ca, cb):
+        return False  # the cheap test first: most neighbours are other claims
     lined = align(ca, cb)
     if lined.verdict in ("conflict", "same", "converse", "subject"):
         return lined.verdict == "conflict"
-    shared, overlap = topic_overlap(a, b)
-    if shared >= MIN_SHARED and overlap >= threshold:
+    if on_topic:
         return opposite(ca, cb, lined) is not None
     return conflict(a, b) is not None
 
@@ -160,12 +166,37 @@ def conflict(a: str, b: str) -> str | None:
     """Why two memory texts make one claim with two values or two polarities (module
     docstring), or None."""
     ca, cb = claim_of(a), claim_of(b)
+    if not comparable(ca, cb):
+        return None
     lined = align(ca, cb)
     if lined.verdict in ("conflict", "same", "converse", "subject"):
         return lined.reason or None
     if _jaccard(read(ca).content, read(cb).content) < SAME_WORDS:
         return None
     return opposite(ca, cb, lined)
+
+
+@lru_cache(maxsize=65536)
+def _keys(claim: str) -> frozenset[str]:
+    return frozenset(s.key for s in slots(claim))
+
+
+@lru_cache(maxsize=65536)
+def content_keys(claim: str) -> frozenset[str]:
+    """The claim's distinctive slot keys: no function, light or negation words."""
+    return frozenset(s.key for s in slots(claim)
+                     if s.kind != "neg" and s.key not in FUNCTION and s.key not in LIGHT)
+
+
+def comparable(ca: str, cb: str) -> bool:
+    """Whether two claims are close enough for either rule, by set arithmetic alone: at most
+    a stretch of slots each that differ (the alignment's conflicts and merges), or
+    ``SAME_WORDS`` of their distinctive words shared, less a margin for the two readings'
+    differences (the stance rule decides on :func:`memdir.upkeep.claims.read`'s words)."""
+    ka, kb = _keys(ca), _keys(cb)
+    if len(ka ^ kb) <= 2 * SLOT_WIDTH + 2:
+        return True
+    return _jaccard(content_keys(ca), content_keys(cb)) >= SAME_WORDS - 0.15
 
 
 def opposite(ca: str, cb: str, lined: Alignment | None = None) -> str | None:
@@ -230,7 +261,7 @@ def find_conflicts(memory: Memory, candidates: Iterable[Memory]) -> list[Memory]
     others = [c for c in candidates if c.id != memory.id and c.status == "active"]
     found = [c for c in others if contradicts(memory.body, c.body)]
     if found:
-        fillers: dict[tuple[int, int], set[tuple[str, ...]]] = {}
+        fillers: dict[int, set[tuple[str, ...]]] = {}
         for m in [memory, *others]:
             for key, filler in skeleton_keys([s.key for s in slots(claim_of(m.body))]):
                 fillers.setdefault(key, set()).add(filler)
@@ -238,7 +269,7 @@ def find_conflicts(memory: Memory, candidates: Iterable[Memory]) -> list[Memory]
     return sorted(found, key=lambda m: -m.relevance)
 
 
-def _listed(a: Memory, b: Memory, fillers: dict[tuple[int, int], set[tuple[str, ...]]]
+def _listed(a: Memory, b: Memory, fillers: dict[int, set[tuple[str, ...]]]
             ) -> bool:
     """Whether the one value two memories differ in is a slot that more than ``FANOUT``
     values fill among ``fillers`` (a list)."""
@@ -308,11 +339,13 @@ def conflicting_pairs(memories: Sequence[Memory], *,
     claims = [claim_of(m.body) for m in active]
     keys = [[s.key for s in slots(c)] for c in claims]
     index = skeletons(keys)
-    pairs = set(index.pairs) | word_neighbours([read(c).content for c in claims])
+    pairs = set(index.pairs) | word_neighbours([content_keys(c) for c in claims])
     found = []
     for n, (i, j) in enumerate(sorted(pairs)):
         if deadline is not None and n % 256 == 0 and time.monotonic() > deadline:
             break
+        if not conflict(claims[i], claims[j]):
+            continue  # the cheap test first; the order only for the few that conflict
         older, newer, known = written_order(active[i], active[j])
         first = claims[i] if older is active[i] else claims[j]
         second = claims[j] if older is active[i] else claims[i]

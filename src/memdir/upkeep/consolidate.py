@@ -53,7 +53,7 @@ from memdir.retrieval.search import strength
 from memdir.retrieval.similarity import similarity
 from memdir.upkeep.alignment import align, slots
 from memdir.upkeep.claims import disagreement, read, reordered
-from memdir.upkeep.conflicts import Conflict, claim_of, conflicting_pairs
+from memdir.upkeep.conflicts import Conflict, claim_of, comparable, conflicting_pairs
 from memdir.upkeep.history import history, undo_last
 from memdir.upkeep.lexicon import stem
 
@@ -151,7 +151,10 @@ def near_duplicate(a: str, b: str) -> bool:
     and nothing read as a disagreement (:func:`memdir.upkeep.claims.disagreement`: a word one
     rejects and the other asserts, an order reversed, antonyms) or a reordering around a
     pivot (:func:`memdir.upkeep.claims.reordered`: "pnpm over npm" vs "npm over pnpm")."""
-    lined = align(claim_of(a), claim_of(b))  # cached, like read
+    ca, cb = claim_of(a), claim_of(b)
+    if similarity(a, b) < REWORDED_SIMILARITY and not comparable(ca, cb):
+        return False  # the cheap test first
+    lined = align(ca, cb)  # cached, like read
     if lined.verdict in ("same", "converse"):
         return True  # the same slots, or one relation said both ways round
     if lined.verdict == "conflict" or lined.values_differ or _amount_replaced(a, b):

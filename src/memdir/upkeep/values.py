@@ -34,9 +34,10 @@ AUXILIARIES = frozenset("must should shall will would can could may might need n
 NEGATING = frozenset("not no never none nothing nobody without".split())
 COORDINATORS = frozenset("and or , / & plus nor".split())
 # Verbs whose subject is the value and whose object the thing described: "Priya owns the
-# billing service" says who the billing service's owner is.
+# billing service" says who the billing service's owner is; "Sentry receives the errors of
+# X", where they go.
 INVERSE = frozenset(stem(w) for w in "own owns maintain maintains lead leads manage manages "
-                    "oversee oversees".split())
+                    "oversee oversees receive receives".split())
 
 _VERBS = """
     use run listen serve host live point return read write store keep send call depend own
@@ -59,6 +60,7 @@ _VERBS = """
     document comment annotate type declare define name pass skip copy sync replicate
     mirror promote translate convert port transfer upload download export import collect
     treat scrape crawl follow ignore increase decrease raise lower round apply compress
+    deny forbid permit grant revoke reject approve sample exceed alert
 """.split()
 _VERB_STEMS = frozenset(stem(w) for w in _VERBS) | frozenset(_VERBS)
 
@@ -178,6 +180,8 @@ for _names, _dim, _factor in (
 # "10k requests" is ten thousand of them, not 10 KiB: a bare "k" only sizes bytes after "b".
 _COUNT_SUFFIX = {"k": 1e3, "m": 1e6}
 _ATTACHED = re.compile(r"(\d+(?:\.\d+)?)([a-zµ%]+)")
+_DIGIT = re.compile(r"\d")
+_CLOCK = re.compile(r"\d{1,2}:\d{2}(?::\d{2})?")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _VERSION = re.compile(r"v?\d+(?:\.\d+){2,}|v\d+(?:\.\d+)?")
 _PLAIN = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
@@ -196,12 +200,19 @@ def quantity(token: str, unit: str | None = None) -> str | None:
     """A canonical amount ("time:1800", "size:1048576", "n:3") of a token, with the unit
     that follows it when it has none attached; None when the token is no number. A version
     or a date ("3.12.1", "2024-06-03") is one too, compared with its own kind."""
+    if token.isalpha() and token not in NUMBER_WORDS:
+        return None  # most words: no digit, no number word
+    if token not in NUMBER_WORDS and _DIGIT.search(token) is None:
+        return None
     if "-" in token and unit is None:  # "one-week", "2-hour"
         amount, _, named_unit = token.partition("-")
         if named_unit in UNITS and number(amount) is not None:
             return quantity(amount, named_unit)
     if _DATE.fullmatch(token):
         return f"date:{token}"
+    if _CLOCK.fullmatch(token):
+        hours, minutes = token.split(":")[:2]
+        return f"clock:{int(hours) * 60 + int(minutes)}"
     if _VERSION.fullmatch(token):
         return f"n:{token.lstrip('v')}"  # a version compares with a number: "2.5" / "2.4.1"
     value = number(token)
@@ -230,6 +241,7 @@ def is_verb(word: str) -> bool:
         or stem(word) in _VERB_STEMS or word in IRREGULAR
 
 
+@lru_cache(maxsize=65536)
 def named(surface: str, *, sentence_start: bool) -> bool:
     """Whether a token, as written, is a name: in backticks; an acronym or camelCase;
     capitalised inside a sentence; an identifier with digits, dots, hyphens, slashes or
