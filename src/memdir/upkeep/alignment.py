@@ -46,6 +46,7 @@ from memdir.upkeep.values import AUXILIARIES, COORDINATORS, INVERSE, antonyms, n
 __all__ = ["Alignment", "Slot", "align", "slots"]
 
 _DIGITS = re.compile(r"\d+")
+_VERSIONED = re.compile(r"[v=@]\d|\d\.\d")
 # The shape of a component's, file's or variable's name, not of a person, product or place:
 # camelCase, snake_case, a path, a dotted or many-hyphened name.
 _PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
@@ -91,8 +92,10 @@ def _kind(left: tuple[Slot, ...], right: tuple[Slot, ...]) -> str:
             return "amount"  # "10 MB" / "10 GB"; "10%" / "10 GB" of one thing too
         if antonyms(x.text.lower().strip("`"), y.text.lower().strip("`")):
             return "antonym"
-        if x.kind == y.kind == "name" and _DIGITS.sub("", x.key) == _DIGITS.sub("", y.key):
+        if x.kind == y.kind == "name" and _DIGITS.sub("", x.key) == _DIGITS.sub("", y.key) \
+                and _VERSIONED.search(x.key):
             return "amount"  # "UUIDv7" / "UUIDv4", "--max-workers=6" / "=3": a version
+            # ("billing0" / "billing1" are two things)
         if x.kind in ("word", "verb", "cap") and y.kind in ("word", "verb", "cap") \
                 and _typo(x.text.lower(), y.text.lower()):
             return "typo"

@@ -110,6 +110,11 @@ _KINDS = {
     "scheduler": "airflow dagster prefect luigi cron temporal",
     "mobile": "flutter ionic xamarin",
 }
+# Names that are also plain English words: names only when capitalised.
+_COMMON = frozenset("go make rust swift spark ruby julia dart echo express fiber spring next "
+                    "solid vector linear teams arch edge black ninja chef puppet zed tap ava "
+                    "nose fish make apache vault consul traefik linear notion temporal "
+                    "bazel".split())
 _KIND_OF = {name: kind for kind, names in _KINDS.items() for name in names.split()}
 _REGION = re.compile(r"(?:us|eu|ap|sa|ca|me|af|uk|asia|europe|northamerica|southamerica)"
                      r"-[a-z]+(?:-?\d+)?")
@@ -249,8 +254,8 @@ def named(surface: str, *, sentence_start: bool) -> bool:
     if surface.startswith(("`", "#", "@")):
         return True  # code, a channel or a handle
     word = surface.lower()
-    if word in _KIND_OF:
-        return True
+    if word in _KIND_OF and (word not in _COMMON or surface[:1].isupper()):
+        return True  # "Go" is a language, "go" a verb
     if any(c.isupper() for c in surface[1:]) or (surface[:1].isupper() and not sentence_start):
         return True
     if any(c.isdigit() for c in word) and any(c.isalpha() for c in word):
