@@ -105,7 +105,9 @@ def test_the_threshold_is_the_best_on_the_pairs() -> None:
     candidates = [round(0.1 * n, 1) for n in range(1, 11)]
     best = max(_correct(t) for t in candidates)
     assert _correct(TOPIC_OVERLAP) == best == len(PAIRS) - len(KNOWN_MISSES)
-    assert min(t for t in candidates if _correct(t) == best) == TOPIC_OVERLAP
+    # Since the claims are aligned first (issue 28), a lower threshold no longer warns about a
+    # neighbouring claim: the alignment or the stance decides, not the topic alone.
+    assert _correct(min(candidates)) == best
 
 
 def test_memdir_conflicts_with_the_repository_team_directory(md: Memdir, repo: Path) -> None:

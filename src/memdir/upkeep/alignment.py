@@ -45,6 +45,7 @@ from memdir.upkeep.values import AUXILIARIES, COORDINATORS, INVERSE, antonyms, n
 
 __all__ = ["Alignment", "Slot", "align", "slots"]
 
+_WORDS = frozenset({"word", "verb", "command", "cap"})
 _DIGITS = re.compile(r"\d+")
 _VERSIONED = re.compile(r"[v=@]\d|\d\.\d")
 # The shape of a component's, file's or variable's name, not of a person, product or place:
@@ -96,7 +97,7 @@ def _kind(left: tuple[Slot, ...], right: tuple[Slot, ...]) -> str:
                 and _VERSIONED.search(x.key):
             return "amount"  # "UUIDv7" / "UUIDv4", "--max-workers=6" / "=3": a version
             # ("billing0" / "billing1" are two things)
-        if x.kind in ("word", "verb", "cap") and y.kind in ("word", "verb", "cap") \
+        if x.kind in _WORDS and y.kind in _WORDS \
                 and _typo(x.text.lower(), y.text.lower()):
             return "typo"
     if len(left) <= 3 and len(right) <= 3 and all(
@@ -157,7 +158,7 @@ def _roles_swapped(sa: tuple[Slot, ...], sb: tuple[Slot, ...], ca: int | None,
         return False
     if any(t.key == "by" for t in (*sa, *sb)):
         return False  # the passive: "owned by X" / "X owns"
-    return sa[ca - 1].key == sb[cb + 1].key and sa[ca - 1].kind != "verb" and \
+    return sa[ca - 1].key == sb[cb + 1].key and sa[ca - 1].kind not in ("verb", "command") and \
         all(t.key != sa[ca - 1].key for t in sb[:cb])
 
 

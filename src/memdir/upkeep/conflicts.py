@@ -59,13 +59,15 @@ from memdir.upkeep.candidates import (
 )
 from memdir.upkeep.claims import Disagreement, disagreement, read, reordered
 from memdir.upkeep.lexicon import FUNCTION, LIGHT, SEQUENCE, is_number, negation, stem
-from memdir.upkeep.values import antonyms
+from memdir.upkeep.values import antonyms, is_verb, name_kind
 
 __all__ = [
     "CLOSE",
     "CONFLICT_TYPES",
     "MIN_SHARED",
+    "POLARITY_CLOSE",
     "RESOLVE",
+    "RULE_CLOSE",
     "SAME_WORDS",
     "TOPIC_OVERLAP",
     "UNORDERED",
@@ -91,6 +93,8 @@ TOPIC_OVERLAP = 0.8
 MIN_SHARED = 2
 SAME_WORDS = 0.5  # the merge rule's word overlap (consolidate.MERGE_SIMILARITY)
 CLOSE = 0.7  # the rest of two claims that differ by antonyms (numbers: all of the rest)
+POLARITY_CLOSE = 0.6  # ... that differ in what one says no to
+RULE_CLOSE = 0.4  # ... in an action or a tool one says no to ("Don't use pnpm; Y does it")
 # Said of a conflict whose two memories were written in one second, in an unknown order.
 UNORDERED = "; which was written first is unknown (the same second)"
 # A file written in its memory's ``updated`` second has its mtime within this of that
@@ -217,10 +221,16 @@ def opposite(ca: str, cb: str, lined: Alignment | None = None) -> str | None:
     if found is None:  # the same words crossed: the same claim only if no other word differs
         crossed = reordered(ca, cb, relational=True)
         return crossed if crossed and wa == wb else None
-    if found.kind in ("antonym", "order"):
+    if found.kind in ("antonym", "order", "polarity"):
         # A weak sign: only with the rest of the words close to the same ("copy the billing
-        # tables from staging to qa" / "copy the search tables from qa to staging": two jobs).
-        return found.reason if _jaccard(wa - found.words, wb - found.words) >= CLOSE else None
+        # tables from staging to qa" / "copy the search tables from qa to staging": two jobs);
+        # a polarity flipped, with most of them ("Never mock X; use the real one", not "no
+        # ice creams ..." / "... have ice cream").
+        close = CLOSE
+        if found.kind == "polarity":  # a rule refused ("never pin ...") needs less of it
+            close = RULE_CLOSE if all(is_verb(w) or name_kind(w) for w in found.words) \
+                else POLARITY_CLOSE
+        return found.reason if _jaccard(wa - found.words, wb - found.words) >= close else None
     if found.kind == "numbers" and (wa != wb or not _one_number(ca, cb)):
         return None
     return found.reason

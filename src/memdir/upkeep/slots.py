@@ -68,13 +68,15 @@ _IDENTIFY = frozenset(stem(w) for w in "required needed used recommended preferr
 
 class Slot(NamedTuple):
     """One token of a claim (a named tuple: a store's claims make hundreds of thousands):
-    ``key`` is what alignment compares; ``kind`` is ``amount``,
-    ``name``, ``neg``, ``verb``, ``cap`` (a capital at a sentence's start: maybe a name) or
-    ``word``; ``text`` the words as written."""
+    ``key`` is what alignment compares; ``kind`` is ``amount``, ``name``, ``neg``, ``verb``,
+    ``command`` (a sentence's first word before an article: "Apply the ..."), ``cap`` (a
+    capital at a sentence's start: maybe a name) or ``word``; ``text`` the words as
+    written."""
 
     key: str
     kind: str
     text: str
+    start: bool = False  # the first slot of a sentence
 
 
 @lru_cache(maxsize=65536)
@@ -87,17 +89,27 @@ def slots(claim: str) -> tuple[Slot, ...]:
         raw.append((found.group(), not raw or any(c in _STOPS for c in gap)))
         end = found.end()
     out: list[Slot] = []
+    opening = False  # a sentence began since the last slot
+
+    def add(slot: Slot) -> None:  # the first slot of each sentence is marked
+        nonlocal opening
+        out.append(slot._replace(start=True) if opening else slot)
+        opening = False
+
     i = 0
     while i < len(raw):
         surface, start = raw[i]
+        opening = opening or start
         low = surface.lower()
         i += 1
         if low in _NOT:
             verb, _ = _NOT[low]
-            out += [Slot(stem(verb), "verb", surface), Slot("not", "neg", surface)]
+            add(Slot(stem(verb), "verb", surface))
+            add(Slot("not", "neg", surface))
             continue
         if low.endswith("n't"):
-            out += [Slot(stem(low[:-3]), "verb", surface), Slot("not", "neg", surface)]
+            add(Slot(stem(low[:-3]), "verb", surface))
+            add(Slot("not", "neg", surface))
             continue
         if low.endswith("'s"):
             low, surface = low[:-2], surface[:-2]
@@ -108,7 +120,7 @@ def slots(claim: str) -> tuple[Slot, ...]:
         following = raw[i][0].lower() if i < len(raw) else ""
         if start and following in _DETERMINERS and low not in _DETERMINERS \
                 and not named(surface, sentence_start=True) and quantity(low) is None:
-            out.append(Slot(stem(low), "verb", surface))  # "Apply the migration": a command
+            add(Slot(stem(low), "command", surface))  # "Apply the migration"
             continue
         while low in NUMBER_WORDS and following in _SCALES:  # "one thousand" -> 1000
             low = str(NUMBER_WORDS[low] * _SCALES[following])
@@ -122,37 +134,42 @@ def slots(claim: str) -> tuple[Slot, ...]:
             if unit in UNITS and not amount.startswith("n:"):
                 text = f"{surface} {raw[i][0]}"
                 i += 1
-            out.append(Slot(amount, "amount", text))
+            add(Slot(amount, "amount", text))
         elif low in NEGATING:
-            out.append(Slot("not", "neg", surface))
+            add(Slot("not", "neg", surface))
         elif low in COPULAS or low == ":":
-            out.append(Slot(BE, "verb", surface))
+            add(Slot(BE, "verb", surface))
         elif low in COORDINATORS:
-            out.append(Slot(low, "word", surface))
+            add(Slot(low, "word", surface))
         elif named(surface, sentence_start=start):
-            out.append(Slot(low.strip("`"), "name", surface))
+            add(Slot(low.strip("`"), "name", surface))
         elif is_verb(low) and not (i > 1 and raw[i - 2][0].lower() in _NOUN_NEXT):
-            out.append(Slot(stem(low), "verb", surface))  # not after "the": "the queue"
+            add(Slot(stem(low), "verb", surface))  # not after "the": "the queue"
         else:  # a capital at a sentence's start may be a name ("Priya owns ...")
-            out.append(Slot(stem(low), "cap" if surface[:1].isupper() else "word", surface))
+            add(Slot(stem(low), "cap" if surface[:1].isupper() else "word", surface))
     return tuple(out)
 
 
 def cue(seq: tuple[Slot, ...]) -> int | None:
     """Where the predicate starts: the first verb, auxiliary or copula (a negation at the
     start is an imperative's: "Never use X")."""
-    if seq and seq[0].kind == "neg":
-        return 0  # an imperative: "Never mock the clock"
+    if seq and seq[0].kind in ("neg", "command"):
+        return 0  # an imperative: "Never mock the clock", "Apply the migration"
     first = next((n for n, s in enumerate(seq) if s.kind == "verb"), None)
     while first is not None and first + 1 < len(seq) and seq[first + 1].kind == "verb" \
             and seq[first + 1].text.endswith("s") and not seq[first].text.endswith("s") \
             and seq[first].key not in _FIRM:
         first += 1  # "The payload index uses ...": a noun before the verb that agrees
-    if first is not None and first > 0 and seq[first].key not in _FIRM:
-        # A noun that can be a verb ("Tech lead ... is Mei"): a copula or an auxiliary
-        # soon after is the predicate.
-        firm = next((n for n, s in enumerate(seq[:first + 6]) if s.key in _FIRM and n > first
-                     and not any(t.key == "," for t in seq[first:n])), None)
+    if first is not None and seq[first].key not in _FIRM:
+        # A noun that can be a verb ("Tech lead ... is Mei", "Crash report collection in
+        # the Harbor app is opt-in"): a copula or an auxiliary soon after is the predicate.
+        firm = None
+        for n in range(first + 1, min(len(seq), first + 9)):
+            if seq[n].start:
+                break  # the next sentence: "Skip X; CI does it"
+            if seq[n].key in _FIRM:
+                firm = n
+                break
         if firm is not None:
             return firm
     if first is None and seq and seq[0].kind == "cap":

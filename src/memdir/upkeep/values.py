@@ -60,7 +60,7 @@ _VERBS = """
     document comment annotate type declare define name pass skip copy sync replicate
     mirror promote translate convert port transfer upload download export import collect
     treat scrape crawl follow ignore increase decrease raise lower round apply compress
-    deny forbid permit grant revoke reject approve sample exceed alert
+    deny forbid permit grant revoke reject approve sample exceed alert hit touch call mock
 """.split()
 _VERB_STEMS = frozenset(stem(w) for w in _VERBS) | frozenset(_VERBS)
 
@@ -90,7 +90,8 @@ _KINDS = {
     "build": "maven gradle sbt bazel make cmake ninja buck",
     "tests": "pytest unittest nose jest vitest mocha jasmine ava tap",
     "browser-tests": "cypress playwright selenium puppeteer webdriverio",
-    "linter": "ruff flake8 pylint eslint biome tslint rubocop golangci-lint clippy",
+    "linter": "ruff flake8 pylint eslint biome oxlint tslint rubocop golangci-lint clippy "
+              "standard stylelint",
     "formatter": "black prettier gofmt rustfmt yapf autopep8",
     "types": "mypy pyright pyre pytype",
     "frontend": "react vue svelte angular solid preact ember",
@@ -113,8 +114,8 @@ _KINDS = {
 # Names that are also plain English words: names only when capitalised.
 _COMMON = frozenset("go make rust swift spark ruby julia dart echo express fiber spring next "
                     "solid vector linear teams arch edge black ninja chef puppet zed tap ava "
-                    "nose fish make apache vault consul traefik linear notion temporal "
-                    "bazel".split())
+                    "nose fish make apache vault consul traefik linear notion temporal"
+                    .split())
 _KIND_OF = {name: kind for kind, names in _KINDS.items() for name in names.split()}
 _REGION = re.compile(r"(?:us|eu|ap|sa|ca|me|af|uk|asia|europe|northamerica|southamerica)"
                      r"-[a-z]+(?:-?\d+)?")
