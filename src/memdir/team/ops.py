@@ -34,7 +34,7 @@ from memdir.team.remote import PULL_TIMEOUT, WRITE_TIMEOUT, ServerSettings, serv
 from memdir.upkeep.ops import sweep_temps
 
 # How many of its best full-text matches a new memory is checked against for a conflict.
-NEIGHBOURS = 24
+NEIGHBOURS = 12
 
 if TYPE_CHECKING:
     from memdir.memdir import Memdir

@@ -150,14 +150,14 @@ def contradicts(a: str, b: str, *, threshold: float = TOPIC_OVERLAP) -> bool:
     store-time warning): :func:`conflict`, or on a shared topic (``threshold`` of the
     shorter claim's topic words) the stance rule of :func:`opposite`."""
     ca, cb = claim_of(a), claim_of(b)
-    shared, overlap = topic_overlap(a, b)
-    on_topic = shared >= MIN_SHARED and overlap >= threshold
-    if not on_topic and not comparable(ca, cb):
-        return False  # the cheap test first: most neighbours are other claims
+    if not comparable(ca, cb):  # the cheap test first: most neighbours are other claims
+        shared, overlap = topic_overlap(a, b)
+        return shared >= MIN_SHARED and overlap >= threshold and opposite(ca, cb) is not None
     lined = align(ca, cb)
     if lined.verdict in ("conflict", "same", "converse", "subject"):
         return lined.verdict == "conflict"
-    if on_topic:
+    shared, overlap = topic_overlap(a, b)
+    if shared >= MIN_SHARED and overlap >= threshold:
         return opposite(ca, cb, lined) is not None
     return conflict(a, b) is not None
 
@@ -211,9 +211,17 @@ def opposite(ca: str, cb: str, lined: Alignment | None = None) -> str | None:
     distinctive words without numbers and without the function and light verbs of the topic
     ("keep", "use", "make": "Keep the limit at 100" / "The limit is 120" is one claim).
     Two claims whose subjects differ (``lined``) never conflict."""
+    reason = _stance(ca, cb)
+    if reason is None:
+        return None  # the common case, before the alignment: nothing opposed
     lined = lined or align(ca, cb)
     if lined.subject_differs or lined.names_differ:
         return None  # two things: "copy the billing tables ..." / "copy the search tables ..."
+    return reason
+
+
+def _stance(ca: str, cb: str) -> str | None:
+    """:func:`opposite` without the test of what the claims are about."""
     wa, wb = _rest(ca), _rest(cb)
     found = disagreement(ca, cb)
     if found is None:
