@@ -78,6 +78,7 @@ __all__ = [
     "contradicts",
     "find_conflicts",
     "opposite",
+    "slot_keys",
     "topic_overlap",
     "written_order",
 ]
@@ -92,6 +93,7 @@ RESOLVE = ("keep the one that is right: edit or archive the other (`memdir archi
 TOPIC_OVERLAP = 0.8
 MIN_SHARED = 2
 SAME_WORDS = 0.5  # the merge rule's word overlap (consolidate.MERGE_SIMILARITY)
+_STRETCH = 4  # slots: a name of three words, or an amount with its unit and a word
 CLOSE = 0.7  # the rest of two claims that differ by antonyms (numbers: all of the rest)
 POLARITY_CLOSE = 0.6  # ... that differ in what one says no to
 RULE_CLOSE = 0.4  # ... in an action or a tool one says no to ("Don't use pnpm; Y does it")
@@ -172,17 +174,44 @@ def conflict(a: str, b: str) -> str | None:
     ca, cb = claim_of(a), claim_of(b)
     if not comparable(ca, cb):
         return None
-    lined = align(ca, cb)
-    if lined.verdict in ("conflict", "same", "converse", "subject"):
-        return lined.reason or None
+    lined = None
+    if _one_stretch(ca, cb):  # else the alignment finds no value conflict: the stance first
+        lined = align(ca, cb)
+        if lined.verdict in ("conflict", "same", "converse", "subject"):
+            return lined.reason or None
     if _jaccard(read(ca).content, read(cb).content) < SAME_WORDS:
         return None
     return opposite(ca, cb, lined)
 
 
+def _one_stretch(ca: str, cb: str) -> bool:
+    """Whether two claims could differ in one stretch (what remains past their common start
+    and end is at most a value's length on each side) or hold the same slots in another
+    order (a relation reversed): the only pairs where the alignment can find a conflict."""
+    ka, kb = slot_keys(ca), slot_keys(cb)
+    start = 0
+    for x, y in zip(ka, kb, strict=False):
+        if x != y:
+            break
+        start += 1
+    end = 0
+    limit = min(len(ka), len(kb)) - start
+    while end < limit and ka[-1 - end] == kb[-1 - end]:
+        end += 1
+    if len(ka) - start - end <= _STRETCH and len(kb) - start - end <= _STRETCH:
+        return True
+    return sorted(ka) == sorted(kb) or (len(ka) == len(kb) and _keys(ca) == _keys(cb))
+
+
+@lru_cache(maxsize=65536)
+def slot_keys(claim: str) -> tuple[str, ...]:
+    """The keys of a claim's slots, in order (cached)."""
+    return tuple(s.key for s in slots(claim))
+
+
 @lru_cache(maxsize=65536)
 def _keys(claim: str) -> frozenset[str]:
-    return frozenset(s.key for s in slots(claim))
+    return frozenset(slot_keys(claim))
 
 
 @lru_cache(maxsize=65536)
@@ -355,7 +384,7 @@ def conflicting_pairs(memories: Sequence[Memory], *,
     was found so far."""
     active = [m for m in memories if m.status == "active"]
     claims = [claim_of(m.body) for m in active]
-    keys = [[s.key for s in slots(c)] for c in claims]
+    keys = [slot_keys(c) for c in claims]
     index = skeletons(keys)
     pairs = set(index.pairs) | word_neighbours([content_keys(c) for c in claims])
     found = []

@@ -47,6 +47,8 @@ BE = "<be>"
 # Pivots that make a crossing a paraphrase, not a reversal: a copula ("X is Y" / "Y is X")
 # and the converses of order and place.
 _DETERMINERS = frozenset("the a an all every each your our any".split())
+_SPECIAL = (ARTICLES | NEGATING | COPULAS | COORDINATORS | frozenset(NUMBER_WORDS)
+            | frozenset(UNITS) | frozenset(_NOT))
 _NOUN_NEXT = frozenset("the a an this that these those my our your their its each every"
                        .split())
 _SCALES = {"hundred": 100, "thousand": 1000, "million": 1000000}
@@ -113,6 +115,12 @@ def slots(claim: str) -> tuple[Slot, ...]:
             continue
         if low.endswith("'s"):
             low, surface = low[:-2], surface[:-2]
+        if low.isalpha() and low not in _SPECIAL and not (
+                start and i < len(raw) and raw[i][0].lower() in _DETERMINERS):
+            # A plain word (most tokens): its slot depends on it, on whether it starts a
+            # sentence and on whether an article comes right before it, so it is cached.
+            add(_plain(surface, start, i > 1 and raw[i - 2][0].lower() in _NOUN_NEXT))
+            continue
         if low in ARTICLES:
             if out and out[-1].key == BE and low in ("the", "a", "an"):
                 out[-1] = Slot(BE, "verb", f"{out[-1].text} {surface}")  # "is the": identity
@@ -141,13 +149,22 @@ def slots(claim: str) -> tuple[Slot, ...]:
             add(Slot(BE, "verb", surface))
         elif low in COORDINATORS:
             add(Slot(low, "word", surface))
-        elif named(surface, sentence_start=start):
-            add(Slot(low.strip("`"), "name", surface))
-        elif is_verb(low) and not (i > 1 and raw[i - 2][0].lower() in _NOUN_NEXT):
-            add(Slot(stem(low), "verb", surface))  # not after "the": "the queue"
-        else:  # a capital at a sentence's start may be a name ("Priya owns ...")
-            add(Slot(stem(low), "cap" if surface[:1].isupper() else "word", surface))
+        else:
+            add(_plain(surface, start, i > 1 and raw[i - 2][0].lower() in _NOUN_NEXT))
     return tuple(out)
+
+
+@lru_cache(maxsize=131072)
+def _plain(surface: str, start: bool, after_article: bool) -> Slot:
+    """The slot of a word that is no number, negation, copula or article: a name, a verb
+    (not right after an article: "the queue"), a capitalised first word, or a word."""
+    low = surface.lower()
+    if named(surface, sentence_start=start):
+        return Slot(low.strip("`"), "name", surface)
+    if is_verb(low) and not after_article:
+        return Slot(stem(low), "verb", surface)
+    # A capital at a sentence's start may be a name ("Priya owns ...").
+    return Slot(stem(low), "cap" if surface[:1].isupper() else "word", surface)
 
 
 def cue(seq: tuple[Slot, ...]) -> int | None:
