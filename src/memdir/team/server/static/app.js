@@ -1,24 +1,36 @@
-// The page's wiring: the token, the filters, the result list, the selected memory and the
-// charts, kept in one small `state` and redrawn from it.
+// The page's wiring: the token, the filters, the result list, the selected memory, the
+// charts and the conflicts, kept in one small `state` and redrawn from it.
 //
 // Invariants: only the answer to the latest list request is drawn (a slow answer to an older
-// query never overwrites a newer one); after any change to a memory (save, archive, restore)
-// the list, the stats and the charts are fetched again, so what the page shows is what the
-// server holds; a 401 from any call stops and asks for the token again, with the API's message
-// and hint.
+// query never overwrites a newer one, and the same for the conflicts); after any change to a
+// memory (save, archive, restore) the list, the stats, the charts and the conflicts are
+// fetched again, so what the page shows is what the server holds; the conflicts' names come
+// from the memories the page already holds (never one request per memory, and never
+// GET /api/memory/{id}, which counts as an access); a 401 from any call stops and asks for
+// the token again, with the API's message and hint.
 
 import { ApiError, adoptTokenFromFragment, api, clearToken, getToken, setToken } from "./api.js";
 import { activityChart, barChart } from "./charts.js";
-import { renderDetail, renderEditForm, renderResults, renderUsefulness } from "./views.js";
+import {
+  renderConflicts, renderDetail, renderEditForm, renderResults, renderUsefulness,
+} from "./views.js";
 
 const $ = (selector) => document.querySelector(selector);
 const AGE_ORDER = ["today", "this week", "this month", "older"];
 const LIST_LIMIT = 200;
+const CONFLICT_PAGE = 10;
+const CONFLICT_MAX = 500; // the API's largest page
 
 const state = {
   q: "", type: "", scope: "", status: "active", order: "relevance",
   stats: null, activity: [], selected: null, listSeq: 0,
+  conflicts: [], conflictTotal: 0, conflictSeq: 0,
+  known: new Map(), // id -> the latest copy of that memory any answer brought
 };
+
+function remember(memories) {
+  for (const memory of memories) state.known.set(memory.id, memory);
+}
 
 // -- errors and the token ---------------------------------------------------------------------
 
@@ -114,6 +126,7 @@ async function loadStats() {
   ]);
   state.stats = stats;
   state.activity = recent.memories;
+  remember(recent.memories);
   const status = stats.by_status || {};
   $("[data-testid=totals]").textContent =
     `${stats.total} memories · ${status.active || 0} active · ${status.archived || 0} archived`;
@@ -146,6 +159,7 @@ async function loadList() {
   list.setAttribute("aria-busy", "true");
   const items = await guarded(fetchItems);
   if (seq !== state.listSeq || items === undefined) return;
+  remember(items.map((item) => item.memory));
   list.removeAttribute("aria-busy");
   renderResults(list, items, { selectedId: state.selected?.id, onOpen: openMemory });
   const what = state.q ? `for “${state.q}”` : "";
@@ -154,8 +168,59 @@ async function loadList() {
   list.dataset.state = "ready";
 }
 
+// -- conflicts ------------------------------------------------------------------------------
+
+const pairKey = (conflict) => conflict.memories.join(" ");
+
+/** One page of conflicts, with every memory it names in `state.known`: the list and the
+ * recent activity usually hold them all; otherwise one list of the active memories (the
+ * conflicts are among them) fills the gaps. */
+async function fetchConflicts(offset, limit) {
+  const answer = await api("/api/memory/conflicts", { params: { limit, offset } });
+  const missing = answer.conflicts.some((c) => c.memories.some((id) => !state.known.has(id)));
+  if (missing) remember((await api("/api/memory", { params: { status: "active" } })).memories);
+  return answer;
+}
+
+function drawConflicts(focusFrom) {
+  const panel = $("[data-testid=conflicts]");
+  renderConflicts(panel, {
+    conflicts: state.conflicts, total: state.conflictTotal, known: state.known,
+    onOpen: openMemory, onMore: moreConflicts,
+  });
+  // After "Show more", the keyboard goes on at the first conflict it added.
+  if (focusFrom !== undefined) {
+    panel.querySelectorAll("[data-testid=conflict]")[focusFrom]
+      ?.querySelector("button")?.focus();
+  }
+}
+
+/** The first page again, as long as the pages shown so far (a refresh keeps "Show more"). */
+async function loadConflicts() {
+  const seq = ++state.conflictSeq;
+  const limit = Math.min(CONFLICT_MAX, Math.max(CONFLICT_PAGE, state.conflicts.length));
+  const answer = await guarded(() => fetchConflicts(0, limit));
+  if (seq !== state.conflictSeq || !answer) return;
+  state.conflicts = answer.conflicts;
+  state.conflictTotal = answer.total;
+  drawConflicts();
+}
+
+async function moreConflicts() {
+  const seq = ++state.conflictSeq;
+  const shown = state.conflicts.length;
+  const answer = await guarded(() => fetchConflicts(shown, CONFLICT_PAGE));
+  if (seq !== state.conflictSeq || !answer) return;
+  // Should the store have changed between pages, a pair already shown is not shown twice.
+  const seen = new Set(state.conflicts.map(pairKey));
+  state.conflicts = [...state.conflicts, ...answer.conflicts.filter((c) => !seen.has(pairKey(c)))];
+  state.conflictTotal = Math.max(answer.total, state.conflicts.length);
+  drawConflicts(shown);
+}
+
 async function refreshAll() {
   await Promise.all([guarded(loadStats), loadList()]);
+  await loadConflicts(); // after the lists, whose memories give the conflicts their names
 }
 
 // -- one memory ----------------------------------------------------------------------------
@@ -176,7 +241,9 @@ function showMemory(memory, message) {
 
 async function openMemory(id) {
   const answer = await guarded(() => api(`/api/memory/${encodeURIComponent(id)}`));
-  if (answer) showMemory(answer.memory).focus();
+  if (!answer) return;
+  remember([answer.memory]);
+  showMemory(answer.memory).focus();
 }
 
 function editMemory(memory) {
@@ -190,8 +257,10 @@ function editMemory(memory) {
       const answer = await guarded(() => api(`/api/memory/${encodeURIComponent(memory.id)}`,
         { method: "PATCH", body: changes }), showError);
       if (!answer) return;
-      const similar = (answer.conflicts || []).map((m) => m.name);
-      const note = similar.length ? ` Similar memories: ${similar.join(", ")}.` : "";
+      remember([answer.memory]);
+      // The memories the edited one may contradict (any type and scope); both are kept.
+      const contradicted = (answer.conflicts || []).map((m) => `${m.name} (${m.id})`);
+      const note = contradicted.length ? ` May contradict: ${contradicted.join(", ")}.` : "";
       showMemory(answer.memory, `Saved.${note}`).focus();
       await refreshAll();
     },
@@ -203,6 +272,7 @@ async function changeStatus(memory, action) {
   const answer = await guarded(() => api(
     `/api/memory/${encodeURIComponent(memory.id)}/${action}`, { method: "POST" }));
   if (!answer) return;
+  remember([answer.memory]);
   showMemory(answer.memory, action === "archive"
     ? "Archived: still searchable, never injected." : "Restored.");
   await refreshAll();

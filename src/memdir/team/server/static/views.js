@@ -1,4 +1,4 @@
-// Rendering memories: the result list, one memory's fields, and its edit form.
+// Rendering memories: the result list, one memory's fields, the conflicts, and the edit form.
 //
 // Invariants: memory text (names, bodies, tags) comes from other people on a team server, so
 // it is only ever set with textContent, never parsed as HTML; views build DOM and report user
@@ -154,7 +154,7 @@ export function renderUsefulness(panel, use, { onOpen }) {
       `shown ${use.shown} times in all`),
     scopes.length > 1 ? h("ul", { class: "use-scopes" }, scopes.map(([scope, c]) =>
       h("li", { "data-testid": "use-scope", "data-scope": scope },
-        `${scope}: ${c.used} of ${c.injected} used (${percent(c.ratio)})`))) : null,
+        `${scope}: ${c.used} of ${c.injected} used (${percent(c.ratio)})`))) : "",
     h("div", { class: "use-columns" },
       h("div", {}, h("h3", {}, "Most useful"),
         useList(use.most_useful || [], "most-useful", "No memory used yet.",
@@ -163,6 +163,54 @@ export function renderUsefulness(panel, use, { onOpen }) {
           neverUsedCount(use)),
         useList(use.never_used || [], "never-used", "None: nothing to archive.",
           (m) => `${m.injected} injected · ${m.shown} shown`, onOpen))));
+}
+
+/** "10 of 37 conflicts" while more are left to show; "13 conflicts", "1 conflict" when all are. */
+export function conflictCount(shown, total) {
+  const noun = total === 1 ? "conflict" : "conflicts";
+  return shown < total ? `${shown} of ${total} ${noun}` : `${total} ${noun}`;
+}
+
+function conflictSide(id, label, known, onOpen) {
+  const memory = known.get(id);
+  return h("li", {}, h("button", {
+    type: "button", class: "use-row conflict-memory", "data-testid": "conflict-memory",
+    "data-id": id, "data-side": label, onclick: () => onOpen(id),
+  }, h("span", { class: "side" }, label),
+  memory ? typeBadge(memory.type) : null,
+  h("span", { class: "name", "data-testid": "conflict-name" }, memory ? memory.name : id),
+  h("code", { class: "score", "data-testid": "conflict-id" }, id)));
+}
+
+/**
+ * The conflicts shown so far (GET /api/memory/conflicts pages, in order): per conflict the
+ * reason and the two memories, the older first, each opening in the detail pane. `known`
+ * maps ids to memories the page already holds (their names); an unknown id is shown as is.
+ * "Show more" (`onMore`) is there while fewer than `total` are shown.
+ */
+export function renderConflicts(panel, { conflicts, total, known, onOpen, onMore }) {
+  if (!total) {
+    panel.replaceChildren(h("p", { class: "chart-empty", "data-testid": "conflicts-summary",
+      "data-shown": 0, "data-total": 0 }, "No conflicts."));
+    return;
+  }
+  panel.replaceChildren(
+    h("p", { class: "use-summary", "data-testid": "conflicts-summary",
+      "data-shown": conflicts.length, "data-total": total },
+    conflictCount(conflicts.length, total)),
+    h("ol", { class: "conflict-list", "data-testid": "conflict-list" }, conflicts.map((c) =>
+      h("li", { class: "conflict", "data-testid": "conflict", "data-older": c.memories[0],
+        "data-newer": c.memories[1] },
+      h("p", { class: "reason" },
+        h("span", { "data-testid": "conflict-reason" }, c.reason),
+        h("span", { class: "muted" }, ` · ${c.type} · ${c.scope}`)),
+      h("ul", { class: "conflict-pair", "aria-label": "The two memories" },
+        conflictSide(c.memories[0], "older", known, onOpen),
+        conflictSide(c.memories[1], "newer", known, onOpen))))));
+  if (conflicts.length < total) {
+    panel.append(h("button", { type: "button", class: "quiet", "data-testid": "conflicts-more",
+      onclick: onMore }, "Show more"));
+  }
 }
 
 function input(label, name, value, attrs = {}) {
