@@ -91,8 +91,11 @@ def _kind(left: tuple[Slot, ...], right: tuple[Slot, ...]) -> str:
         x, y = left[0], right[0]
         if x.kind == y.kind == "amount":
             return "amount"  # "10 MB" / "10 GB"; "10%" / "10 GB" of one thing too
-        if antonyms(x.text.lower().strip("`"), y.text.lower().strip("`")):
+        tx, ty = x.text.lower().strip("`"), y.text.lower().strip("`")
+        if antonyms(tx, ty):
             return "antonym"
+        if tx != ty and name_kind(tx) is not None and name_kind(tx) == name_kind(ty):
+            return "name"  # "fish" / "zsh": a name that is also a word, beside its kind's
         if x.kind == y.kind == "name" and _DIGITS.sub("", x.key) == _DIGITS.sub("", y.key) \
                 and _VERSIONED.search(x.key):
             return "amount"  # "UUIDv7" / "UUIDv4", "--max-workers=6" / "=3": a version

@@ -187,6 +187,7 @@ for _names, _dim, _factor in (
 _COUNT_SUFFIX = {"k": 1e3, "m": 1e6}
 _ATTACHED = re.compile(r"(\d+(?:\.\d+)?)([a-zµ%]+)")
 _DIGIT = re.compile(r"\d")
+_CURRENCY = {"$": "usd", "€": "eur", "£": "gbp", "¥": "jpy"}
 _CLOCK = re.compile(r"\d{1,2}:\d{2}(?::\d{2})?")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _VERSION = re.compile(r"v?\d+(?:\.\d+){2,}|v\d+(?:\.\d+)?")
@@ -208,12 +209,14 @@ def quantity(token: str, unit: str | None = None) -> str | None:
     or a date ("3.12.1", "2024-06-03") is one too, compared with its own kind."""
     if token.isalpha() and token not in NUMBER_WORDS:
         return None  # most words: no digit, no number word
-    if token not in NUMBER_WORDS and _DIGIT.search(token) is None:
-        return None
     if "-" in token and unit is None:  # "one-week", "2-hour"
         amount, _, named_unit = token.partition("-")
         if named_unit in UNITS and number(amount) is not None:
             return quantity(amount, named_unit)
+    if token not in NUMBER_WORDS and _DIGIT.search(token) is None:
+        return None
+    if token[0] in _CURRENCY and number(token[1:]) is not None:  # "$29"
+        return f"money:{_CURRENCY[token[0]]}{number(token[1:]):g}"
     if _DATE.fullmatch(token):
         return f"date:{token}"
     if _CLOCK.fullmatch(token):
