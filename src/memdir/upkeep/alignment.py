@@ -280,9 +280,13 @@ def _align(a: str, b: str) -> Alignment:
     if len(ops) != 1 or kinds[0] in ("other", "moved"):
         return Alignment("other", amounts=amounts, values_differ=differ, names_differ=names)
     _, i1, i2, j1, j2 = ops[0]
-    if ca is None and not (i2 == len(sa) and j2 == len(sb)) and kinds[0] != "negation":
-        return Alignment("other", amounts=amounts, values_differ=differ)  # only a trailing
-    if kinds[0] == "name?":                                               # value then
+    # Without a predicate, only a trailing value of a subject named in two words or more
+    # ("Max upload size 10 MB" / "10 GB"; not "Good before" / "Good after").
+    subject_words = sum(t.key not in FUNCTION and t.key not in LIGHT for t in sa[:i1])
+    if ca is None and kinds[0] != "negation" and (
+            not (i2 == len(sa) and j2 == len(sb)) or subject_words < 2):
+        return Alignment("other", amounts=amounts, values_differ=differ)
+    if kinds[0] == "name?":
         if not (value_place(sa, i1, ca) and value_place(sb, j1, cb)):
             return Alignment("other", amounts=amounts, values_differ=differ)
         kinds[0] = "name"

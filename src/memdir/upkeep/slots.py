@@ -189,7 +189,7 @@ def cue(seq: tuple[Slot, ...]) -> int | None:
                 break
         if firm is not None:
             return firm
-    if first is None and seq and seq[0].kind == "cap":
+    if first is None and len(seq) >= 3 and seq[0].kind == "cap":
         return 0  # no verb known, a plain word first: a command ("Round prices up")
     return first
 
