@@ -217,3 +217,53 @@ def test_the_dream_stays_within_its_budget(md: Memdir, monkeypatch: pytest.Monke
     assert len(merged) == 2
     assert sum(m.status == "archived" for m in md.list(status="all")) == 2
     assert json.dumps(record)  # the history stays plain JSON
+
+
+def test_the_last_scan_is_remembered_for_exactly_the_same_memories(
+        md: Memdir, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memdir.upkeep import conflict_scan
+
+    kept = md.store(_fact(5), type="project")
+    other = md.store(_fact(5, port=9999), type="project")
+    first = conflict_scan.scan(home, md.list())
+    assert [(c.older.id, c.newer.id) for c in first] in ([(kept.id, other.id)],
+                                                         [(other.id, kept.id)])
+    saved = json.loads((home / conflict_scan.FILE).read_text())
+    assert saved["rules"] == conflict_scan.RULES and len(saved["conflicts"]) == 1
+
+    def no_scan(*args: object, **kwargs: object) -> list[object]:
+        raise AssertionError("scanned again")
+
+    monkeypatch.setattr(conflict_scan, "conflicting_pairs", no_scan)
+    again = conflict_scan.scan(home, list(reversed(md.list())))  # any order: the same set
+    assert [(c.older.id, c.newer.id, c.reason) for c in again] == \
+        [(c.older.id, c.newer.id, c.reason) for c in first]
+    md.update(other.id, content=_fact(5, port=8005))  # one memory changed: scanned again
+    with pytest.raises(AssertionError, match="scanned again"):
+        conflict_scan.scan(home, md.list())
+    monkeypatch.undo()
+    assert conflict_scan.scan(home, md.list()) == []
+    # What is not a scan of these memories is never believed: garbage, a symlink, a pair
+    # naming a memory that is not there.
+    for bad in ("not json", json.dumps({"digest": "x", "conflicts": []})):
+        (home / conflict_scan.FILE).write_text(bad)
+        assert conflict_scan.scan(home, md.list()) == []
+    (home / conflict_scan.FILE).unlink()
+    target = home / "elsewhere.json"
+    target.write_text(json.dumps(saved))
+    (home / conflict_scan.FILE).symlink_to(target)
+    assert conflict_scan.scan(home, md.list()) == []
+    assert json.loads(target.read_text()) == saved  # the link's target is never written
+
+
+def test_doctor_reuses_the_plans_scan(md: Memdir, cli: CLI, home: Path) -> None:
+    from memdir.upkeep import conflict_scan
+
+    md.store(_fact(7), type="project")
+    md.store(_fact(7, port=9999), type="project")
+    cli("consolidate", "--dry-run", check=True)
+    stamp = (home / conflict_scan.FILE).stat().st_mtime_ns
+    doctor = cli_json(cli("doctor", "--json"))
+    assert isinstance(doctor, list)
+    assert len([p for p in doctor if p["kind"] == "memory-conflict"]) == 1
+    assert (home / conflict_scan.FILE).stat().st_mtime_ns == stamp  # read, not rewritten

@@ -36,10 +36,11 @@ from pathlib import Path
 
 from memdir.core.errors import UnsafeFileError
 
-__all__ = ["AGENT_FILE", "CONFIG_FILE", "CONSUMED_STATE", "DAILY_LOG", "HISTORY_LOG",
-           "IMPORT_FILE", "INDEX_FILE", "MEMORY_FILE", "NOT_REGULAR_FIX", "OVERFLOW_PAGE",
-           "PLAN_JOURNAL", "PULL_RECORD", "Cap", "check_replaceable", "describe", "open_append",
-           "read_file", "read_head", "read_text", "real_folder", "unsafe_entries"]
+__all__ = ["AGENT_FILE", "CONFIG_FILE", "CONFLICT_SCAN", "CONSUMED_STATE", "DAILY_LOG",
+           "HISTORY_LOG", "IMPORT_FILE", "INDEX_FILE", "MEMORY_FILE", "NOT_REGULAR_FIX",
+           "OVERFLOW_PAGE", "PLAN_JOURNAL", "PULL_RECORD", "Cap", "check_replaceable",
+           "describe", "open_append", "read_file", "read_head", "read_text", "real_folder",
+           "unsafe_entries"]
 
 _FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -72,6 +73,9 @@ CONSUMED_STATE = Cap("consumed-state file", 1 << 20,
 IMPORT_FILE = Cap("import file", 256 << 20,
                   "split the export into several files and import each")
 CONFIG_FILE = Cap("settings file", 1 << 20, "keep config.toml to the settings memdir documents")
+# The last conflict scan (memdir.upkeep.conflict_scan): ids and reasons, a few MB at most.
+CONFLICT_SCAN = Cap("conflict scan", 16 << 20,
+                    "remove conflicts.json from the memdir home: the next scan writes it again")
 PULL_RECORD = Cap("pull record", 64 << 10,
                   "remove the last-pull file: the next pull writes it again")
 

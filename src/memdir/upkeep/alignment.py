@@ -270,8 +270,13 @@ def _align(a: str, b: str) -> Alignment:
                   for kind, (_, i1, i2, j1, j2) in zip(kinds, ops, strict=True)]
     amounts = kinds.count("amount")
     if any(in_subject):
+        # Only the subject differs ("the API" / "the admin API"), or another name is the
+        # subject ("Kevin said ..." / "Paola said ..."): never one memory.
+        named_subject = any(t.kind in ("name", "cap") for (_, i1, i2, j1, j2), inside
+                            in zip(ops, in_subject, strict=True) if inside
+                            for t in (*sa[i1:i2], *sb[j1:j2]))
         return Alignment("subject", subject_differs=True, amounts=amounts,
-                         values_differ=all(in_subject))
+                         values_differ=all(in_subject) or named_subject)
     if all(k == "typo" for k in kinds):
         return Alignment("same")  # "remiders" / "reminders"
     differ = crossing or any(k in ("amount", "antonym", "name", "name?", "negation")

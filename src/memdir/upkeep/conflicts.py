@@ -152,12 +152,11 @@ def contradicts(a: str, b: str, *, threshold: float = TOPIC_OVERLAP) -> bool:
     store-time warning): :func:`conflict`, or on a shared topic (``threshold`` of the
     shorter claim's topic words) the stance rule of :func:`opposite`."""
     ca, cb = claim_of(a), claim_of(b)
-    if not comparable(ca, cb):  # the cheap test first: most neighbours are other claims
-        shared, overlap = topic_overlap(a, b)
-        return shared >= MIN_SHARED and overlap >= threshold and opposite(ca, cb) is not None
-    lined = align(ca, cb)
-    if lined.verdict in ("conflict", "same", "converse", "subject"):
-        return lined.verdict == "conflict"
+    lined = None
+    if comparable(ca, cb) and _one_stretch(ca, cb):  # the cheap tests first
+        lined = align(ca, cb)
+        if lined.verdict in ("conflict", "same", "converse", "subject"):
+            return lined.verdict == "conflict"
     shared, overlap = topic_overlap(a, b)
     if shared >= MIN_SHARED and overlap >= threshold:
         return opposite(ca, cb, lined) is not None
@@ -382,7 +381,8 @@ def conflicting_pairs(memories: Sequence[Memory], *,
     work per memory), and a subject with more than ``FANOUT`` values in the store is a list,
     never a conflict. ``deadline`` (:func:`time.monotonic`): stop comparing then, with what
     was found so far."""
-    active = [m for m in memories if m.status == "active"]
+    # In one order whatever the order given, so a store's conflicts do not depend on it.
+    active = sorted((m for m in memories if m.status == "active"), key=lambda m: (m.scope, m.id))
     claims = [claim_of(m.body) for m in active]
     keys = [slot_keys(c) for c in claims]
     index = skeletons(keys)

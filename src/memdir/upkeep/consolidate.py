@@ -2,15 +2,19 @@
 
 Operations, in the order they are planned:
 - ``merge``: near-duplicates of one type in one scope (:func:`near_duplicate`, each member a
-  near-duplicate of every other) become one memory: the strongest keeps its text and gets
-  the union of tags, the highest relevance, the summed reinforcements and the earliest
-  ``created``; the others are archived with ``superseded_by`` pointing at it.
-- ``conflict``: two memories of one type in one scope that disagree
-  (:func:`memdir.upkeep.conflicts.conflicting_pairs`: "pnpm over npm" / "npm over pnpm", "enable" /
-  "disable", "Postgres 15" / "16"), the older first, with the reason (which says so when
-  the two were written in one second in an order that cannot be known). Applying it changes
-  nothing: rules never merge or archive either of them (not even when weak), a person or a
-  model decides.
+  near-duplicate of every other: the same claim, never another value or another subject)
+  become one memory: the strongest keeps its text and gets the union of tags, the highest
+  relevance, the summed reinforcements and the earliest ``created``; the others are
+  archived with ``superseded_by`` pointing at it. Candidates come from an inverted index of
+  words (at most ``_POSTING_CAP`` memories a word): bounded work per memory.
+- ``conflict``: two memories in play (any types, any scopes) that say something of one
+  subject with different values or opposite polarity
+  (:func:`memdir.upkeep.conflicts.conflicting_pairs`: "port 8005" / "9999", "pnpm over npm"
+  / "npm over pnpm", "enable" / "disable"), the older first, with the reason (which says so
+  when the two were written in one second in an order that cannot be known). Applying it
+  changes nothing: rules never merge or archive either of them (not even when weak), a
+  person or a model decides. A plan lists all of them; a listing shows the first
+  ``LISTED`` of each kind beside :attr:`Plan.totals`.
 - ``archive``: memories whose strength fell below ``ARCHIVE_STRENGTH`` (0.05). Archived
   memories stay searchable with ``include_archived`` and are never injected.
 - ``promote``: memories reinforced at least ``PROMOTE_AFTER`` (3) times since their last
@@ -53,7 +57,8 @@ from memdir.retrieval.search import strength
 from memdir.retrieval.similarity import similarity
 from memdir.upkeep.alignment import align, slots
 from memdir.upkeep.claims import disagreement, read, reordered
-from memdir.upkeep.conflicts import Conflict, claim_of, comparable, conflicting_pairs
+from memdir.upkeep.conflict_scan import scan
+from memdir.upkeep.conflicts import Conflict, claim_of, comparable
 from memdir.upkeep.history import history, undo_last
 from memdir.upkeep.lexicon import stem
 
@@ -277,8 +282,8 @@ def plan(md: Memdir, at: datetime, llm: LLM | None = None, *,
         except Exception:  # a team directory that is not there (or not allowed): nothing
             continue
     # One pass over every scope in play: a user memory may contradict a project one.
-    conflicts = conflicting_pairs([m for found in lists.values() for m in found],
-                                  deadline=deadline)
+    conflicts = scan(md.home, [m for found in lists.values() for m in found],
+                     deadline=deadline)
     held = {m.id for c in conflicts for m in (c.older, c.newer)}
     ops.extend(conflict_operation(c) for c in conflicts)
     for scope, memories in lists.items():

@@ -9,8 +9,8 @@ symlinks, special files and oversized files where memdir reads (which every othe
 command skips). Where semantic search is on, both say how many memories still lack a vector
 (doctor as a notice, kind ``vectors-missing``: the background worker or ``memdir reindex
 --embeddings`` fills them; a notice alone does not make ``memdir doctor`` fail). Memories
-that disagree (:mod:`memdir.upkeep.conflicts`) are a notice too, kind ``memory-conflict``, with how
-to resolve them.
+that conflict (:mod:`memdir.upkeep.conflicts`) are a notice too, kind ``memory-conflict``, with
+how to resolve them: the first ``LISTED``, then one notice with how many more there are.
 """
 
 from __future__ import annotations
@@ -219,11 +219,12 @@ def _conflicts(md: Memdir, dirs: Sequence[MemoryDir]) -> list[Problem]:
     """Memories that disagree (:mod:`memdir.upkeep.conflicts`), a notice each: consolidation
     reports them and never merges them by rules. The first ``LISTED``, then one notice with
     how many more there are."""
-    from memdir.upkeep.conflicts import RESOLVE, conflicting_pairs
+    from memdir.upkeep.conflict_scan import scan
+    from memdir.upkeep.conflicts import RESOLVE
     from memdir.upkeep.consolidate import LISTED
 
     scopes = list(dict.fromkeys(d.scope for d in dirs))
-    found_all = conflicting_pairs(md.list(scopes=scopes)) if scopes else []
+    found_all = scan(md.home, md.list(scopes=scopes)) if scopes else []
     out = []
     for found in found_all[:LISTED]:
         older, newer = found.older, found.newer

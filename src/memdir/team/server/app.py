@@ -182,9 +182,11 @@ def _api(pool: StorePool) -> APIRouter:
                                               "many")] = 20,
                   offset: Annotated[int, Query(ge=0, description="skip this many")] = 0,
                   ) -> JSONResponse:
-        from memdir.upkeep.conflicts import conflicting_pairs
+        from memdir.upkeep.conflict_scan import scan
 
-        found = conflicting_pairs(pool.get().list(scopes=scopes, types=types))
+        db = pool.get()
+        # A Memdir remembers its last whole-store scan in its home (PostgreSQL: no home).
+        found = scan(getattr(db, "home", None), db.list(scopes=scopes, types=types))
         return JSONResponse({"total": len(found), "limit": limit, "offset": offset,
                              "conflicts": [c.to_dict() for c in found[offset:offset + limit]]})
 
