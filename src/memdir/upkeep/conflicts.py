@@ -43,7 +43,6 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 
 from memdir.core.model import Memory
@@ -58,6 +57,7 @@ from memdir.upkeep.candidates import (
     word_neighbours,
 )
 from memdir.upkeep.claims import Disagreement, disagreement, read, reordered
+from memdir.upkeep.conflict_order import UNORDERED, Conflict, written_order
 from memdir.upkeep.lexicon import FUNCTION, LIGHT, SEQUENCE, is_number, negation, stem
 from memdir.upkeep.values import antonyms, is_verb, name_kind
 
@@ -97,11 +97,6 @@ _STRETCH = 4  # slots: a name of three words, or an amount with its unit and a w
 CLOSE = 0.7  # the rest of two claims that differ by antonyms (numbers: all of the rest)
 POLARITY_CLOSE = 0.6  # ... that differ in what one says no to
 RULE_CLOSE = 0.4  # ... in an action or a tool one says no to ("Don't use pnpm; Y does it")
-# Said of a conflict whose two memories were written in one second, in an unknown order.
-UNORDERED = "; which was written first is unknown (the same second)"
-# A file written in its memory's ``updated`` second has its mtime within this of that
-# second's start (the second may end between the clock's reading and the write).
-_WRITE_WINDOW_NS = 2_000_000_000
 
 _CLAIM_END = re.compile(r"^\s*(?:\*\*)?(?:why|how to apply)\s*:?", re.IGNORECASE | re.MULTILINE)
 # Values that differ between two claims about one topic ("tabs" / "spaces"): not topic words.
@@ -325,53 +320,6 @@ def _listed(a: Memory, b: Memory, fillers: dict[int, set[tuple[str, ...]]]
         return False
     key = slot_key([s.key for s in slots(claim)], *lined.slot)
     return len(fillers.get(key, ())) > FANOUT
-
-
-@dataclass(frozen=True)
-class Conflict:
-    """Two active memories of one type and scope that disagree, the older first.
-    ``ordered``: False when which was written first cannot be known (:func:`written_order`);
-    the two are then in id order and the reason says so."""
-
-    older: Memory
-    newer: Memory
-    reason: str
-    ordered: bool = True
-
-    @property
-    def explained(self) -> str:
-        """The reason, with the order's caveat when it is not known."""
-        return self.reason + ("" if self.ordered else UNORDERED)
-
-    def to_dict(self) -> dict[str, object]:
-        return {"memories": [self.older.id, self.newer.id], "reason": self.explained,
-                "scope": self.older.scope, "type": self.older.type}
-
-
-def written_order(a: Memory, b: Memory) -> tuple[Memory, Memory, bool]:
-    """(older, newer, known): which of two memories was written first. ``updated`` is stored
-    to the second, so two written in one second tie; then the files' nanosecond mtimes
-    decide, when both were last written in that second (a file copied, checked out or put
-    back by ``undo`` has a later mtime than its ``updated``). Otherwise (the PostgreSQL
-    store has no file; a fixed clock) the order is unknown: id order, and ``known`` False."""
-    if a.updated != b.updated:
-        return (a, b, True) if a.updated < b.updated else (b, a, True)
-    ta, tb = _written_ns(a), _written_ns(b)
-    if ta is not None and tb is not None and ta != tb:
-        return (a, b, True) if ta < tb else (b, a, True)
-    return (a, b, False) if a.id <= b.id else (b, a, False)
-
-
-def _written_ns(memory: Memory) -> int | None:
-    """When the memory's file was last written, in ns, if that was its ``updated`` second."""
-    if memory.path is None:
-        return None
-    try:
-        mtime = memory.path.stat().st_mtime_ns
-    except OSError:
-        return None
-    since = mtime - int(memory.updated.timestamp()) * 1_000_000_000
-    return mtime if 0 <= since < _WRITE_WINDOW_NS else None
 
 
 def conflicting_pairs(memories: Sequence[Memory], *,

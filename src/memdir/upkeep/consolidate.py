@@ -43,7 +43,6 @@ Invariants:
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -54,13 +53,11 @@ from typing import TYPE_CHECKING, Any, Literal
 from memdir.core.dates import absolutize_dates, anchor_day
 from memdir.core.model import RELEVANCE_WORDS, Memory, Scope, format_time
 from memdir.retrieval.search import strength
-from memdir.retrieval.similarity import similarity
-from memdir.upkeep.alignment import align, slots
-from memdir.upkeep.claims import disagreement, read, reordered
+from memdir.upkeep.claims import read
 from memdir.upkeep.conflict_scan import scan
-from memdir.upkeep.conflicts import Conflict, claim_of, comparable
+from memdir.upkeep.conflicts import Conflict
 from memdir.upkeep.history import history, undo_last
-from memdir.upkeep.lexicon import stem
+from memdir.upkeep.merge_rule import MERGE_SIMILARITY, near_duplicate
 
 if TYPE_CHECKING:
     from memdir.llm.client import LLM
@@ -73,23 +70,6 @@ __all__ = ["ARCHIVE_STRENGTH", "LISTED", "MERGE_SIMILARITY", "PROMOTE_AFTER", "O
 # bounded boost gives such a memory BASE (0.5), so 0.1 × BASE archives it at the same age
 # (type weight × relevance × decay below 0.1), and a memory the agent uses lives longer.
 ARCHIVE_STRENGTH = 0.05
-# Measured on the labelled pairs of tests/data/near_duplicates.jsonl (bench/merge.py, the
-# table in docs/benchmarks.md): word overlap alone never reaches 0.9 precision (it cannot
-# see "Postgres 15" vs "16", "do" vs "don't", "pnpm over npm" vs "npm over pnpm"), and
-# embeddings score such pairs 0.9+ too. Overlap >= 0.5 plus the guards of near_duplicate
-# merges no different facts: a missed merge costs little, a wrong one loses a fact.
-MERGE_SIMILARITY = 0.5
-# Two wordings whose distinctive words differ only in these (modality, permission, the verb
-# that turns a fact into a rule) share fewer words; they merge from this overlap.
-REWORDED_SIMILARITY = 0.4
-_GRAMMAR = frozenset(stem(w) for w in """
-    keep make must should need needs required require requires allowed allow ensure because
-    since want wants can may will get stay set are being been ever
-""".split())
-_NUMBER = re.compile(r"\d+(?:[.:,]\d+)*")
-_NEGATION = re.compile(r"\b(?:not|no|never|don't|dont|doesn't|isn't|without|disable\w*)\b")
-# Where an added number is an aside, not a new fact: brackets, dates, years.
-_ASIDE = re.compile(r"\([^)]*\)|\b\d{4}-\d{2}-\d{2}\b|\b(?:19|20)\d{2}\b")
 PROMOTE_AFTER = 3
 # How many operations of each kind a listing (CLI, doctor, MCP, HTTP) shows beside the total.
 LISTED = 20
@@ -147,53 +127,6 @@ class Plan:
         None) and ``totals`` (how many of each kind there are)."""
         return {"applied": self.applied, "totals": self.totals,
                 "operations": [op.to_dict() for op in self.page(limit)]}
-
-
-def near_duplicate(a: str, b: str) -> bool:
-    """Whether two memory texts say the same thing (the merge rule): enough shared words;
-    the same numbers (one side may add a date or a number in brackets); the same negations;
-    every distinctive word of one text in the other (nothing swapped: "dark" vs "light");
-    and nothing read as a disagreement (:func:`memdir.upkeep.claims.disagreement`: a word one
-    rejects and the other asserts, an order reversed, antonyms) or a reordering around a
-    pivot (:func:`memdir.upkeep.claims.reordered`: "pnpm over npm" vs "npm over pnpm")."""
-    ca, cb = claim_of(a), claim_of(b)
-    if similarity(a, b) < REWORDED_SIMILARITY and not comparable(ca, cb):
-        return False  # the cheap test first
-    lined = align(ca, cb)  # cached, like read
-    if lined.verdict in ("same", "converse"):
-        return True  # the same slots, or one relation said both ways round
-    if lined.verdict == "conflict" or lined.values_differ or _amount_replaced(a, b):
-        return False
-    ra, rb = read(a), read(b)
-    small, large = sorted((ra, rb), key=lambda r: len(r.words))
-    if small.words <= large.words and not (large.words - small.words) & large.added:
-        if similarity(a, b) < MERGE_SIMILARITY:
-            return False
-    elif (ra.content ^ rb.content) - _GRAMMAR or similarity(a, b) < REWORDED_SIMILARITY:
-        # Not a word swapped for another, nor another item added ("amd64" / "amd64 and
-        # arm64"), unless only the grammar changed: "Never force-push" / "Force-pushing is
-        # never allowed", "Tasks must be idempotent" / "Make tasks idempotent".
-        return False
-    low_a, low_b = a.lower(), b.lower()
-    if not _same_numbers(low_a, low_b) or \
-            set(_NEGATION.findall(low_a)) != set(_NEGATION.findall(low_b)):
-        return False
-    return disagreement(a, b) is None and reordered(a, b) is None
-
-
-def _amount_replaced(a: str, b: str) -> bool:
-    """Whether each text has an amount the other lacks: "10%" / "10 GB", "30s" / "30m"."""
-    ka = {s.key for s in slots(a) if s.kind == "amount"}
-    kb = {s.key for s in slots(b) if s.kind == "amount"}
-    return bool(ka - kb) and bool(kb - ka)
-
-
-def _same_numbers(a: str, b: str) -> bool:
-    """No number swapped for another, and none added outside a date or brackets: "cache for
-    5 minutes" is not "5 minutes in staging and 60 in production"."""
-    na, nb = set(_NUMBER.findall(a)), set(_NUMBER.findall(b))
-    core_a, core_b = (set(_NUMBER.findall(_ASIDE.sub(" ", t))) for t in (a, b))
-    return (na <= nb or nb <= na) and core_a == core_b
 
 
 def _candidates(memories: Sequence[Memory]) -> dict[str, set[str]]:

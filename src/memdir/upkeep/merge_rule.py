@@ -1,0 +1,90 @@
+"""The merge rule of consolidation: whether two memory texts say the same thing
+(:func:`near_duplicate`), so that one may be archived into the other.
+
+The same claim, never another value or another subject: the alignment of the two claims
+(:mod:`memdir.upkeep.alignment`) finds no value that differs (an amount, a name, opposites, a
+negation, roles swapped) and no subject of its own; the words of one are in the other (one
+may add a detail, a date or a number in brackets), or only the grammar changed ("Never
+force-push" / "Force-pushing is never allowed"); the numbers and negations agree; nothing
+is read as a disagreement (:func:`memdir.upkeep.claims.disagreement`) or a reordering around
+a pivot (:func:`memdir.upkeep.claims.reordered`).
+
+Invariant: :func:`near_duplicate` is symmetric and pure.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memdir.retrieval.similarity import similarity
+from memdir.upkeep.alignment import align, slots
+from memdir.upkeep.claims import disagreement, read, reordered
+from memdir.upkeep.conflicts import claim_of, comparable
+from memdir.upkeep.lexicon import stem
+
+__all__ = ["MERGE_SIMILARITY", "REWORDED_SIMILARITY", "near_duplicate"]
+
+# Measured on the labelled pairs of tests/data/near_duplicates.jsonl (bench/merge.py, the
+# table in docs/benchmarks.md): word overlap alone never reaches 0.9 precision (it cannot
+# see "Postgres 15" vs "16", "do" vs "don't", "pnpm over npm" vs "npm over pnpm"), and
+# embeddings score such pairs 0.9+ too. Overlap >= 0.5 plus the guards of near_duplicate
+# merges no different facts: a missed merge costs little, a wrong one loses a fact.
+MERGE_SIMILARITY = 0.5
+# Two wordings whose distinctive words differ only in these (modality, permission, the verb
+# that turns a fact into a rule) share fewer words; they merge from this overlap.
+REWORDED_SIMILARITY = 0.4
+_GRAMMAR = frozenset(stem(w) for w in """
+    keep make must should need needs required require requires allowed allow ensure because
+    since want wants can may will get stay set are being been ever
+""".split())
+_NUMBER = re.compile(r"\d+(?:[.:,]\d+)*")
+_NEGATION = re.compile(r"\b(?:not|no|never|don't|dont|doesn't|isn't|without|disable\w*)\b")
+# Where an added number is an aside, not a new fact: brackets, dates, years.
+_ASIDE = re.compile(r"\([^)]*\)|\b\d{4}-\d{2}-\d{2}\b|\b(?:19|20)\d{2}\b")
+
+
+def near_duplicate(a: str, b: str) -> bool:
+    """Whether two memory texts say the same thing (the merge rule): enough shared words;
+    the same numbers (one side may add a date or a number in brackets); the same negations;
+    every distinctive word of one text in the other (nothing swapped: "dark" vs "light");
+    and nothing read as a disagreement (:func:`memdir.upkeep.claims.disagreement`: a word one
+    rejects and the other asserts, an order reversed, antonyms) or a reordering around a
+    pivot (:func:`memdir.upkeep.claims.reordered`: "pnpm over npm" vs "npm over pnpm")."""
+    ca, cb = claim_of(a), claim_of(b)
+    if similarity(a, b) < REWORDED_SIMILARITY and not comparable(ca, cb):
+        return False  # the cheap test first
+    lined = align(ca, cb)  # cached, like read
+    if lined.verdict in ("same", "converse"):
+        return True  # the same slots, or one relation said both ways round
+    if lined.verdict == "conflict" or lined.values_differ or _amount_replaced(a, b):
+        return False
+    ra, rb = read(a), read(b)
+    small, large = sorted((ra, rb), key=lambda r: len(r.words))
+    if small.words <= large.words and not (large.words - small.words) & large.added:
+        if similarity(a, b) < MERGE_SIMILARITY:
+            return False
+    elif (ra.content ^ rb.content) - _GRAMMAR or similarity(a, b) < REWORDED_SIMILARITY:
+        # Not a word swapped for another, nor another item added ("amd64" / "amd64 and
+        # arm64"), unless only the grammar changed: "Never force-push" / "Force-pushing is
+        # never allowed", "Tasks must be idempotent" / "Make tasks idempotent".
+        return False
+    low_a, low_b = a.lower(), b.lower()
+    if not _same_numbers(low_a, low_b) or \
+            set(_NEGATION.findall(low_a)) != set(_NEGATION.findall(low_b)):
+        return False
+    return disagreement(a, b) is None and reordered(a, b) is None
+
+
+def _amount_replaced(a: str, b: str) -> bool:
+    """Whether each text has an amount the other lacks: "10%" / "10 GB", "30s" / "30m"."""
+    ka = {s.key for s in slots(a) if s.kind == "amount"}
+    kb = {s.key for s in slots(b) if s.kind == "amount"}
+    return bool(ka - kb) and bool(kb - ka)
+
+
+def _same_numbers(a: str, b: str) -> bool:
+    """No number swapped for another, and none added outside a date or brackets: "cache for
+    5 minutes" is not "5 minutes in staging and 60 in production"."""
+    na, nb = set(_NUMBER.findall(a)), set(_NUMBER.findall(b))
+    core_a, core_b = (set(_NUMBER.findall(_ASIDE.sub(" ", t))) for t in (a, b))
+    return (na <= nb or nb <= na) and core_a == core_b
