@@ -48,7 +48,6 @@ __all__ = [
     "glob_matches",
     "idf_total",
     "list_memories",
-    "neighbour_query",
     "own_matches",
     "query_terms",
     "rank_factor",
@@ -106,31 +105,10 @@ def query_terms(text: str) -> list[tuple[str, ...]]:
     return [tuple(_variants(t)) for t in (content or tokens)[:MAX_QUERY_TOKENS]]
 
 
-_RARE_SPLIT = re.compile(r"[^\W_]+")
-
-
 def fts_query(text: str) -> str | None:
     """A safe FTS5 query for free text: an OR of quoted tokens; None when nothing is left."""
     terms = dict.fromkeys(v for forms in query_terms(text) for v in forms)
     return " OR ".join(f'"{t}"' for t in terms) if terms else None
-
-
-def neighbour_query(text: str) -> str | None:
-    """A safe FTS5 query for the memories most like ``text`` in its rare parts: each token
-    with a digit or of nine letters or more, alone and as a phrase with the word before and
-    the word after ("number 5", "port 9999"); None when the text has no such token. Most
-    memories of a store written from templates share every common word of a new one, so an
-    OR of all its words ranks the whole store; these rank a few."""
-    tokens = [t.lower() for t in _RARE_SPLIT.findall(text)]
-    terms: list[str] = []
-    for n, token in enumerate(tokens):
-        if len(token) >= 9 or any(c.isdigit() for c in token):
-            terms.append(f'"{token}"')
-            if n:
-                terms.append(f'"{tokens[n - 1]} {token}"')
-            if n + 1 < len(tokens):
-                terms.append(f'"{token} {tokens[n + 1]}"')
-    return " OR ".join(dict.fromkeys(terms[:60])) if terms else None
 
 
 def rank_factor(strength_value: float) -> float:

@@ -227,15 +227,14 @@ def conflicts(md: Memdir, memory: Memory) -> list[Memory]:
     ``NEIGHBOURS`` best full-text matches in the index, so the cost does not grow with the
     store. Both memories are kept; this only says so."""
     from memdir.core.index import row_to_memory
-    from memdir.retrieval.search import best_matches, fts_query, neighbour_query
+    from memdir.retrieval.search import best_matches, fts_query
     from memdir.upkeep.conflicts import claim_of, find_conflicts
 
-    claim = claim_of(memory.body)[:2000]
-    rows: list[Any] = []
-    for fts in (neighbour_query(claim), fts_query(claim)):  # its rare parts, else every word
-        if fts and len(rows) < NEIGHBOURS // 2:
-            rows = best_matches(md.index.conn, fts, md._dirs(), types=[], tags=None,
-                                include_archived=False, limit=NEIGHBOURS)
+    fts = fts_query(claim_of(memory.body)[:2000])
+    if not fts:
+        return []
+    rows = best_matches(md.index.conn, fts, md._dirs(), types=[], tags=None,
+                        include_archived=False, limit=NEIGHBOURS)
     return find_conflicts(memory, [row_to_memory(r) for r in rows])
 
 
