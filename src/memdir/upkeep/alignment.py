@@ -272,9 +272,10 @@ def _align(a: str, b: str) -> Alignment:
     if any(in_subject):
         # Only the subject differs ("the API" / "the admin API"), or another name is the
         # subject ("Kevin said ..." / "Paola said ..."): never one memory.
-        named_subject = any(t.kind in ("name", "cap") for (_, i1, i2, j1, j2), inside
-                            in zip(ops, in_subject, strict=True) if inside
-                            for t in (*sa[i1:i2], *sb[j1:j2]))
+        named_subject = any(
+            inside and any(t.kind in ("name", "cap") for t in sa[i1:i2])
+            and any(t.kind in ("name", "cap") for t in sb[j1:j2])
+            for (_, i1, i2, j1, j2), inside in zip(ops, in_subject, strict=True))
         return Alignment("subject", subject_differs=True, amounts=amounts,
                          values_differ=all(in_subject) or named_subject)
     if all(k == "typo" for k in kinds):
