@@ -53,10 +53,12 @@ def near_duplicate(a: str, b: str) -> bool:
     ca, cb = claim_of(a), claim_of(b)
     if similarity(a, b) < REWORDED_SIMILARITY and not comparable(ca, cb):
         return False  # the cheap test first
+    if _amount_replaced(ca, cb):
+        return False  # a number swapped for another, before the costlier alignment
     lined = align(ca, cb)  # cached, like read
     if lined.verdict in ("same", "converse"):
         return True  # the same slots, or one relation said both ways round
-    if lined.verdict == "conflict" or lined.values_differ or _amount_replaced(a, b):
+    if lined.verdict == "conflict" or lined.values_differ:
         return False
     ra, rb = read(a), read(b)
     small, large = sorted((ra, rb), key=lambda r: len(r.words))
