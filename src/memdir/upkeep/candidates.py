@@ -8,9 +8,9 @@ a fixed bound of work per memory:
   with one stretch of up to ``SLOT_WIDTH`` slots cut out, keyed by what is left on either
   side. Two claims that differ in one stretch share a skeleton ("Service 5 listens on port
   _ in staging"). A skeleton filled by more than ``FANOUT`` different values in the store is
-  a list, not a subject with competing values ("Priya owns the _ service", "The API reads
-  _ from .env"): its pairs are never conflicts, and it yields no pairs at all, which also
-  bounds the work on stores written from one template.
+  a list, not a subject with competing values ("The payments worker reads its settings from
+  _", "Deploys of _ go through ArgoCD"): its pairs are never conflicts, and it yields no pairs
+  at all, which also bounds the work on stores written from one template.
 - **rare words** (:func:`word_neighbours`): for the other rules (a preference or a polarity
   flipped, an order reversed), the ``NEIGHBOURS`` memories that share most of a memory's
   ``RARE_WORDS`` rarest distinctive words, through postings of at most ``POSTING_CAP``

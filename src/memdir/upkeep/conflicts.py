@@ -16,16 +16,17 @@ Two claims (the text before ``**Why:**`` / ``**How to apply:**``) conflict when:
   172" / "service 271", "the API" / "the admin API") means two subjects: never a conflict,
   whatever else differs;
 - or, in other words for the rest, the stance read by :func:`memdir.upkeep.claims.disagreement`
-  flips (a preference reversed, a word one rejects and the other asserts, an order reversed,
-  antonyms when the rest of the words are ``CLOSE`` to the same, one number replaced when
-  the rest is the same words), between claims that share ``SAME_WORDS`` of their distinctive
-  words (Jaccard), or for the store-time warning a topic (``TOPIC_OVERLAP`` of the shorter
-  claim's topic words).
+  flips (a preference reversed; a word one rejects and the other asserts, with
+  ``POLARITY_CLOSE`` of the rest of the words the same, ``RULE_CLOSE`` for an action or a
+  tool refused; an order reversed or antonyms, with ``CLOSE`` of them; one number replaced
+  when the rest is the same words), between claims that share ``SAME_WORDS`` of their
+  distinctive words (Jaccard), or for the store-time warning a topic (``TOPIC_OVERLAP`` of
+  the shorter claim's topic words), and that name no other component or tool.
 
 Over a whole store one more test holds: a subject given more than
-:data:`memdir.upkeep.candidates.FANOUT` values is a list, not a conflict ("Priya owns the _
-service" for five services); see :mod:`memdir.upkeep.candidates`, which also finds the pairs
-to compare in bounded work per memory.
+:data:`memdir.upkeep.candidates.FANOUT` values is a list, not a conflict ("The payments
+worker reads its settings from _" with five files); see :mod:`memdir.upkeep.candidates`,
+which also finds the pairs to compare in bounded work per memory.
 
 Which of the two is older (:class:`Conflict`, :func:`written_order`): ``updated``, to the
 second; in one second, the files' nanosecond mtimes; else unknown, and the reason says so
