@@ -64,7 +64,6 @@ from memdir.upkeep.values import antonyms, is_verb, name_kind
 
 __all__ = [
     "CLOSE",
-    "CONFLICT_TYPES",
     "MIN_SHARED",
     "POLARITY_CLOSE",
     "RESOLVE",
@@ -84,9 +83,6 @@ __all__ = [
     "written_order",
 ]
 
-# Types whose memories tell the agent how to behave, across the presets: a private one that
-# says the opposite of the team's is worth a warning.
-CONFLICT_TYPES = frozenset({"feedback", "preference", "preferences", "policy", "principles"})
 # How a person resolves a conflict (consolidate's output, doctor): rules never do it.
 RESOLVE = ("keep the one that is right: edit or archive the other (`memdir archive ID`); or "
            "configure an LLM (MEMDIR_LLM) and run `memdir consolidate`: the newer then "
