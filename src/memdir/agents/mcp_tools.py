@@ -82,8 +82,8 @@ class MemoryOut:
 class LearnOut:
     """What ``memdir store --json`` prints too, one shape for one record. ``action``: stored
     (a new memory) or reinforced (an exact duplicate already existed); ``memory``: the memory
-    as :meth:`Memory.to_dict` gives it; ``conflicts``: team memories this private
-    feedback-like memory may contradict, in the same shape."""
+    as :meth:`Memory.to_dict` gives it; ``conflicts``: the memories in play (any type, any
+    scope) this one may contradict, in the same shape; both are kept."""
 
     action: Literal["stored", "reinforced"]
     memory: dict[str, Any]
