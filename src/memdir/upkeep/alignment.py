@@ -63,13 +63,11 @@ class Alignment:
     subject, another value; ``reason`` says which), ``subject`` (they are about different
     things), ``converse`` (the same claim, its relation turned around) or ``other`` (other
     words; rules cannot tell). ``subject_differs``: some words that differ name the
-    subject (the merge rule never joins such a pair). ``values``: the amounts that differ
-    (how many of them the rule saw)."""
+    subject (the merge rule never joins such a pair)."""
 
     verdict: str
     reason: str = ""
     subject_differs: bool = False
-    amounts: int = 0
     slot: tuple[int, int] | None = None  # (a slot's start, end) of a one-value conflict
     # Some stretch is another value, or only the subject differs ("the API" / "the admin
     # API"): the merge rule's veto.
@@ -268,7 +266,6 @@ def _align(a: str, b: str) -> Alignment:
                   and any(t.key not in FUNCTION and t.key not in LIGHT
                           for t in (*sa[i1:i2], *sb[j1:j2]))  # not "that", "when"
                   for kind, (_, i1, i2, j1, j2) in zip(kinds, ops, strict=True)]
-    amounts = kinds.count("amount")
     if any(in_subject):
         # Only the subject differs ("the API" / "the admin API"), or another name is the
         # subject ("Kevin said ..." / "Paola said ..."): never one memory.
@@ -276,7 +273,7 @@ def _align(a: str, b: str) -> Alignment:
             inside and any(t.kind in ("name", "cap") for t in sa[i1:i2])
             and any(t.kind in ("name", "cap") for t in sb[j1:j2])
             for (_, i1, i2, j1, j2), inside in zip(ops, in_subject, strict=True))
-        return Alignment("subject", subject_differs=True, amounts=amounts,
+        return Alignment("subject", subject_differs=True,
                          values_differ=all(in_subject) or named_subject)
     if all(k == "typo" for k in kinds):
         return Alignment("same")  # "remiders" / "reminders"
@@ -284,23 +281,23 @@ def _align(a: str, b: str) -> Alignment:
                              for k in kinds)
     names = any(k in ("name", "name?") for k in kinds) or _other_things(sa, sb)
     if len(ops) != 1 or kinds[0] in ("other", "moved"):
-        return Alignment("other", amounts=amounts, values_differ=differ, names_differ=names)
+        return Alignment("other", values_differ=differ, names_differ=names)
     _, i1, i2, j1, j2 = ops[0]
     # Without a predicate, only a trailing value of a subject named in two words or more
     # ("Max upload size 10 MB" / "10 GB"; not "Good before" / "Good after").
     subject_words = sum(t.key not in FUNCTION and t.key not in LIGHT for t in sa[:i1])
     if ca is None and kinds[0] != "negation" and (
             not (i2 == len(sa) and j2 == len(sb)) or subject_words < 2):
-        return Alignment("other", amounts=amounts, values_differ=differ)
+        return Alignment("other", values_differ=differ)
     if kinds[0] == "name?":
         if not (value_place(sa, i1, ca) and value_place(sb, j1, cb)):
-            return Alignment("other", amounts=amounts, values_differ=differ)
+            return Alignment("other", values_differ=differ)
         kinds[0] = "name"
     said = disagreement(a, b)  # the stance's reason where it sees one: "other numbers: 3.11 ..."
     if said is not None:
-        return Alignment("conflict", said.reason, amounts=amounts, slot=(i1, i2),
+        return Alignment("conflict", said.reason, slot=(i1, i2),
                          values_differ=True, other_slot=(j1, j2), told=("said", "", ""))
     one, other = _quote(sa[i1:i2]), _quote(sb[j1:j2])
-    return Alignment("conflict", _reason(kinds[0], one, other), amounts=amounts,
+    return Alignment("conflict", _reason(kinds[0], one, other),
                      slot=(i1, i2), values_differ=True, other_slot=(j1, j2),
                      told=(kinds[0], one, other))

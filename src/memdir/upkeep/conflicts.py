@@ -72,6 +72,7 @@ __all__ = [
     "TOPIC_OVERLAP",
     "UNORDERED",
     "Conflict",
+    "amounts_replaced",
     "claim_of",
     "conflict",
     "conflicting_pairs",
@@ -279,9 +280,19 @@ def _opposites(ca: str, cb: str) -> Disagreement | None:
 def _one_number(ca: str, cb: str) -> bool:
     """Whether exactly one amount of one claim is replaced by one of the other ("limit at
     100" / "limit is 120"), not two ("service 172, port 8172" / "service 271, port 8271")."""
-    ka = {s.key for s in slots(ca) if s.kind == "amount"}
-    kb = {s.key for s in slots(cb) if s.kind == "amount"}
-    return len(ka - kb) == 1 and len(kb - ka) == 1
+    only_a, only_b = amounts_replaced(ca, cb)
+    return len(only_a) == 1 and len(only_b) == 1
+
+
+@lru_cache(maxsize=65536)
+def _amounts(claim: str) -> frozenset[str]:
+    return frozenset(s.key for s in slots(claim) if s.kind == "amount")
+
+
+def amounts_replaced(ca: str, cb: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The amounts of each claim that the other does not hold ("10%" / "10 GB")."""
+    ka, kb = _amounts(ca), _amounts(cb)
+    return ka - kb, kb - ka
 
 
 def _rest(claim: str) -> frozenset[str]:

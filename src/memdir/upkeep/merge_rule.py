@@ -17,9 +17,9 @@ from __future__ import annotations
 import re
 
 from memdir.retrieval.similarity import similarity
-from memdir.upkeep.alignment import align, slots
+from memdir.upkeep.alignment import align
 from memdir.upkeep.claims import disagreement, read, reordered
-from memdir.upkeep.conflicts import claim_of, comparable
+from memdir.upkeep.conflicts import amounts_replaced, claim_of, comparable
 from memdir.upkeep.lexicon import stem
 
 __all__ = ["MERGE_SIMILARITY", "REWORDED_SIMILARITY", "near_duplicate"]
@@ -53,8 +53,8 @@ def near_duplicate(a: str, b: str) -> bool:
     ca, cb = claim_of(a), claim_of(b)
     if similarity(a, b) < REWORDED_SIMILARITY and not comparable(ca, cb):
         return False  # the cheap test first
-    if _amount_replaced(ca, cb):
-        return False  # a number swapped for another, before the costlier alignment
+    if all(amounts_replaced(ca, cb)):
+        return False  # a number swapped for another ("10%" / "10 GB"), before the alignment
     lined = align(ca, cb)  # cached, like read
     if lined.verdict in ("same", "converse"):
         return True  # the same slots, or one relation said both ways round
@@ -75,13 +75,6 @@ def near_duplicate(a: str, b: str) -> bool:
             set(_NEGATION.findall(low_a)) != set(_NEGATION.findall(low_b)):
         return False
     return disagreement(a, b) is None and reordered(a, b) is None
-
-
-def _amount_replaced(a: str, b: str) -> bool:
-    """Whether each text has an amount the other lacks: "10%" / "10 GB", "30s" / "30m"."""
-    ka = {s.key for s in slots(a) if s.kind == "amount"}
-    kb = {s.key for s in slots(b) if s.kind == "amount"}
-    return bool(ka - kb) and bool(kb - ka)
 
 
 def _same_numbers(a: str, b: str) -> bool:
