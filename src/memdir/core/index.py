@@ -26,6 +26,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -185,17 +186,28 @@ def memory_to_row(memory: Memory, directory: str, norm_hash: str, mtime_ns: int,
     )
 
 
+@lru_cache(maxsize=256)
+def _dir_path(value: str) -> Path:
+    return Path(value)
+
+
+def _list(value: str) -> tuple[Any, ...]:
+    return () if value == "[]" else tuple(json.loads(value))  # most memories: no tags, paths
+
+
 def row_to_memory(row: sqlite3.Row) -> Memory:
     keys = row.keys()
     last = row["last_accessed"] if "last_accessed" in keys else None
+    meta = row["meta"]
     return Memory(
         id=row["id"], name=row["name"], description=row["description"], type=row["type"],
         body=row["body"], scope=_scope(row["scope"]), relevance=row["relevance"],
-        tags=tuple(json.loads(row["tags"])), paths=tuple(json.loads(row["paths"])),
+        tags=_list(row["tags"]), paths=_list(row["paths"]),
         source=row["source"], created=parse_time(row["created"]) or now(),
         updated=parse_time(row["updated"]) or now(), reinforced=row["reinforced"],
         status=row["status"], superseded_by=row["superseded_by"],
-        meta=json.loads(row["meta"], object_hook=decode_meta), path=Path(row["dir"]) / row["file"],
+        meta={} if meta == "{}" else json.loads(meta, object_hook=decode_meta),
+        path=_dir_path(row["dir"]).joinpath(row["file"]),
         context=row["context"] if "context" in keys else "",
         date=dt.date.fromisoformat(row["date"]) if "date" in keys and row["date"] else None,
         access_count=(row["access_count"] or 0) if "access_count" in keys else 0,

@@ -34,7 +34,7 @@ from memdir.team.remote import PULL_TIMEOUT, WRITE_TIMEOUT, ServerSettings, serv
 from memdir.upkeep.ops import sweep_temps
 
 # How many of its best full-text matches a new memory is checked against for a conflict.
-NEIGHBOURS = 12
+NEIGHBOURS = 8
 
 if TYPE_CHECKING:
     from memdir.memdir import Memdir
@@ -223,18 +223,22 @@ def remove_memory(md: Memdir, memory: Memory) -> None:
 
 def conflicts(md: Memdir, memory: Memory) -> list[Memory]:
     """The active memories that ``memory`` contradicts (:mod:`memdir.upkeep.conflicts`), of
-    any type, in any scope in play (user, project, team): found among its
-    ``NEIGHBOURS`` best full-text matches in the index, so the cost does not grow with the
-    store. Both memories are kept; this only says so."""
+    any type, in any scope in play (user, project, team): found among its ``NEIGHBOURS``
+    best matches in the index (:func:`memdir.upkeep.candidates.neighbour_query`), so the
+    cost does not grow with the store. Both memories are kept; this only says so."""
     from memdir.core.index import row_to_memory
-    from memdir.retrieval.search import best_matches, fts_query
-    from memdir.upkeep.conflicts import claim_of, find_conflicts
+    from memdir.retrieval.search import best_matches
+    from memdir.upkeep.candidates import neighbour_query
+    from memdir.upkeep.conflicts import claim_of, contradicts, find_conflicts
 
-    fts = fts_query(claim_of(memory.body)[:2000])
+    fts = neighbour_query(claim_of(memory.body)[:2000])
     if not fts:
         return []
     rows = best_matches(md.index.conn, fts, md._dirs(), types=[], tags=None,
                         include_archived=False, limit=NEIGHBOURS)
+    # The rule on the text first: whole memories only when one of them contradicts it.
+    if not any(r["id"] != memory.id and contradicts(memory.body, r["body"]) for r in rows):
+        return []
     return find_conflicts(memory, [row_to_memory(r) for r in rows])
 
 

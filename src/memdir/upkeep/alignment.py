@@ -46,12 +46,20 @@ from memdir.upkeep.values import AUXILIARIES, COORDINATORS, INVERSE, antonyms, n
 __all__ = ["Alignment", "Slot", "align", "slots"]
 
 _WORDS = frozenset({"word", "verb", "command", "cap"})
+# A rule's opposite when it leads the claim ("Never rebase X" / "Feel free to rebase X").
+PERMISSIONS = frozenset(("feel free to", "you may", "you can", "go ahead and", "it is fine to",
+                         "it's fine to", "it is ok to", "it's ok to", "ok to", "okay to",
+                         "free to"))
 _DIGITS = re.compile(r"\d+")
 _VERSIONED = re.compile(r"[v=@]\d|\d\.\d")
 # The shape of a component's, file's or variable's name, not of a person, product or place:
 # camelCase, snake_case, a path, a dotted or many-hyphened name.
 _PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _IDENTIFIER = re.compile(r"[a-z][A-Z]|_|/|\.\w|\w-\w+-\w")
+# Where something lives, not which component a claim is about: a path, a URL, a host.
+_LOCATION = re.compile(r"(?:~?/|\./|[a-z][\w+.-]*://)\S+|[\w-]+(?:\.[\w-]+)*"
+                       r"\.(?:internal|local|lan|corp|com|net|org|io|dev|cloud)(?::\d+)?",
+                       re.IGNORECASE)
 _CONVERSE = {stem(x): stem(y) for x, y in (("before", "after"), ("after", "before"),
                                             ("above", "below"), ("below", "above"),
                                             ("over", "under"), ("under", "over"))}
@@ -85,6 +93,11 @@ def _kind(left: tuple[Slot, ...], right: tuple[Slot, ...]) -> str:
     if not left or not right:
         rest = [s for s in left or right if s.key not in AUXILIARIES and s.kind != "neg"]
         return "negation" if not rest and any(s.kind == "neg" for s in left or right) else "other"
+    for one, other in ((left, right), (right, left)):  # "Never X" / "Feel free to X"
+        if all(s.kind == "neg" or s.key in AUXILIARIES for s in one) \
+                and any(s.kind == "neg" for s in one) \
+                and " ".join(s.text.lower() for s in other) in PERMISSIONS:
+            return "negation"
     if len(left) == len(right) == 1:
         x, y = left[0], right[0]
         if x.kind == y.kind == "amount":
@@ -110,11 +123,18 @@ def _kind(left: tuple[Slot, ...], right: tuple[Slot, ...]) -> str:
             return "name" if kl == kr else "other"
         pl, pr = _parts(left), _parts(right)
         if any(_IDENTIFIER.search(s.text) for s in left + right if s.kind == "name") \
-                and not (pl & pr and len(pl - pr) <= 1 and len(pr - pl) <= 1):
+                and not (pl & pr and len(pl - pr) <= 1 and len(pr - pl) <= 1) \
+                and not (_located(left) and _located(right)):
             return "other"  # "in ticketSyncView" / "in emailIngester": which component;
-        # "settings.toml" / "settings.yaml" differ in one part: one thing's two values
+        # "settings.toml" / "settings.yaml" differ in one part: one thing's two values; two
+        # paths or hosts are two places of one thing ("at mysql-7.internal" / "at pg-2...")
         return "name?"  # names memdir does not know: a value only where a value goes
     return "other"
+
+
+def _located(part: tuple[Slot, ...]) -> bool:
+    """Whether a stretch is one path, URL or host name."""
+    return len(part) == 1 and _LOCATION.fullmatch(part[0].text.strip("`")) is not None
 
 
 def _typo(x: str, y: str) -> bool:
@@ -218,7 +238,8 @@ def _reason(kind: str, one: str, other: str) -> str:
                    else f"other amounts: {one!r} in one, {other!r} in the other"),
         "antonym": f"opposite words: {one!r} in one, {other!r} in the other",
         "name": f"other values: {one!r} in one, {other!r} in the other",
-        "negation": f"one says {one or other!r}, the other does not",
+        "negation": (f"one says {one!r}, the other {other!r}" if one and other
+                     else f"one says {one or other!r}, the other does not"),
         "reversed": f"the relation is reversed: {one!r} in one, {other!r} in the other",
     }[kind]
 

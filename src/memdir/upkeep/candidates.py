@@ -16,6 +16,12 @@ a fixed bound of work per memory:
   ``RARE_WORDS`` rarest distinctive words, through postings of at most ``POSTING_CAP``
   memories each.
 
+For one new memory (the store-time warning) the index itself finds them:
+:func:`neighbour_query` asks FTS5 for the memories holding every word of one of
+``QUERY_GROUPS`` runs of the claim's words, ranked by all of them. A conflict differs in one
+stretch of at most ``SLOT_WIDTH`` slots, which spoils at most two runs, so the other is
+among the matches, and FTS5 ranks only those, not every memory sharing a common word.
+
 Invariants: every pair of claims that differ in one stretch of at most ``SLOT_WIDTH`` slots
 (each side) and whose skeleton is not a list is among the pairs; work and pairs per memory
 are bounded by constants (claims longer than ``MAX_SLOTS`` slots are left to the rare-word
@@ -28,8 +34,9 @@ import heapq
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-__all__ = ["FANOUT", "MAX_SLOTS", "NEIGHBOURS", "POSTING_CAP", "RARE_WORDS", "SLOT_WIDTH",
-           "Skeletons", "skeleton_keys", "skeletons", "slot_key", "word_neighbours"]
+__all__ = ["FANOUT", "MAX_SLOTS", "NEIGHBOURS", "POSTING_CAP", "QUERY_GROUPS", "RARE_WORDS",
+           "SLOT_WIDTH", "Skeletons", "neighbour_query", "skeleton_keys", "skeletons", "slot_key",
+           "word_neighbours"]
 
 SLOT_WIDTH = 3
 FANOUT = 3
@@ -37,6 +44,7 @@ MAX_SLOTS = 32  # also bounds a start to 6 bits in skeletons()
 NEIGHBOURS = 8
 RARE_WORDS = 4
 POSTING_CAP = 64
+QUERY_GROUPS = 3
 SAME_CLAIM = 4  # copies of one claim paired with another value through at most this many
 
 Key = int
@@ -142,3 +150,26 @@ def word_neighbours(words: Sequence[frozenset[str]]) -> set[tuple[int, int]]:
             best = list(shared)
         pairs.update((n, o) if n < o else (o, n) for o in best)
     return pairs
+
+
+def neighbour_query(claim: str) -> str | None:
+    """The FTS5 query for a claim's neighbours (module docstring): every word of one of
+    ``QUERY_GROUPS`` runs of its words, and any of its words for the rank; a claim of fewer
+    than four words, any of them. None when it has no word to search for."""
+    from memdir.retrieval.search import query_terms
+
+    terms = query_terms(claim)
+    if not terms:
+        return None
+
+    def either(forms: tuple[str, ...]) -> str:
+        return "(" + " OR ".join(f'"{form}"' for form in forms) + ")"
+
+    anyone = " OR ".join(either(forms) for forms in terms)
+    if len(terms) < 4:
+        return anyone
+    size = len(terms)
+    runs = [terms[n * size // QUERY_GROUPS:(n + 1) * size // QUERY_GROUPS]
+            for n in range(QUERY_GROUPS)]
+    every = " OR ".join("(" + " AND ".join(either(f) for f in run) + ")" for run in runs if run)
+    return f"({every}) AND ({anyone})"

@@ -27,7 +27,7 @@ from memdir.upkeep.conflicts import Conflict, conflicting_pairs
 __all__ = ["FILE", "RULES", "scan"]
 
 FILE = "conflicts.json"
-RULES = "issue-28.3"  # changes whenever the conflict rules do: an old scan is not reused
+RULES = "4"  # changes whenever the conflict rules do: an old scan is not reused
 
 
 def _digest(memories: Sequence[Memory]) -> str:

@@ -112,6 +112,7 @@ _FUNCTION = frozenset("""
 """.split())
 
 
+@lru_cache(maxsize=65536)
 def claim_of(text: str) -> str:
     """The memory's claim: its text before the Why / How to apply explanation (the text
     itself when it has none, so :func:`memdir.upkeep.claims.read` reads it once for both rules)."""

@@ -142,11 +142,12 @@ def _candidates(memories: Sequence[Memory]) -> dict[str, set[str]]:
     for m in memories:
         for w in words[m.id]:
             postings.setdefault((m.type, w), set()).add(m.id)
+    df = {key: len(found) for key, found in postings.items()}
     rarest: dict[str, str] = {}
     by_rarest: dict[tuple[str, str], set[str]] = {}
     for m in memories:
         if words[m.id]:
-            word = min(words[m.id], key=lambda w: (len(postings[(m.type, w)]), w))
+            _, word = min((df[(m.type, w)], w) for w in words[m.id])
             rarest[m.id] = word
             by_rarest.setdefault((m.type, word), set()).add(m.id)
     out: dict[str, set[str]] = {}

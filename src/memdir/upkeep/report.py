@@ -284,17 +284,27 @@ def _interrupted_plans(md: Memdir) -> list[Problem]:
             for r in plans if r.get("interrupted") and not r["undone"]]
 
 
+_SECRET_BATCH = 64
+
+
 def _secret_problems(conn: sqlite3.Connection, mdir: MemoryDir) -> list[Problem]:
     """Files written by hand bypass the write-time refusal; doctor still catches secrets."""
     out = []
-    for row in conn.execute("SELECT file, name, description, body, tags, meta FROM memories "
-                            "WHERE dir = ? ORDER BY file", (mdir.key,)):
-        found = find_secrets(row[1:])
-        if found:
-            out.append(Problem("secret", str(mdir.path / row[0]),
-                               f"the file contains {', '.join(found)}",
-                               "remove the secret from the file (keep credentials in a secret "
-                               "manager); memdir refuses to store them itself"))
+    rows = conn.execute("SELECT file, name, description, body, tags, meta FROM memories "
+                        "WHERE dir = ? ORDER BY file", (mdir.key,)).fetchall()
+    for start in range(0, len(rows), _SECRET_BATCH):
+        batch = rows[start:start + _SECRET_BATCH]
+        # One search over a batch: the common case (no secret in any) costs one pass; a
+        # batch with a hit is read again memory by memory, so each finding is one file's.
+        if not find_secrets(["\n\n".join(text for text in row[1:] if text) for row in batch]):
+            continue
+        for row in batch:
+            found = find_secrets(row[1:])
+            if found:
+                out.append(Problem("secret", str(mdir.path / row[0]),
+                                   f"the file contains {', '.join(found)}",
+                                   "remove the secret from the file (keep credentials in a "
+                                   "secret manager); memdir refuses to store them itself"))
     return out
 
 

@@ -34,7 +34,7 @@ from memdir.upkeep.values import (
 
 __all__ = ["BE", "PREPOSITIONS", "Slot", "cue", "identity", "slots", "value_place"]
 
-_TOKEN = re.compile(r"`[^`\n]{1,80}`|[\w$€£¥%µ#@]+(?:['’\-./:@+][\w$%#]+)*\+*"
+_TOKEN = re.compile(r"`[^`\n]{1,80}`|(?:~?/)?[\w$€£¥%µ#@]+(?:['’\-./:@+][\w$%#]+)*\+*"
                     r"|->|→|=|/|&|:(?=\s|$)")
 _STOPS = frozenset(".!?:;\n")
 _NOT = {"don't": ("do", "not"), "doesn't": ("does", "not"), "didn't": ("did", "not"),
@@ -88,7 +88,7 @@ def slots(claim: str) -> tuple[Slot, ...]:
     end = 0
     for found in _TOKEN.finditer(claim.replace("’", "'")):
         gap = claim[end:found.start()]  # a sentence starts after its end, a line, a colon
-        raw.append((found.group(), not raw or any(c in _STOPS for c in gap)))
+        raw.append((found.group(), not raw or (bool(gap) and not _STOPS.isdisjoint(gap))))
         end = found.end()
     out: list[Slot] = []
     opening = False  # a sentence began since the last slot
@@ -119,7 +119,9 @@ def slots(claim: str) -> tuple[Slot, ...]:
                 start and i < len(raw) and raw[i][0].lower() in _DETERMINERS):
             # A plain word (most tokens): its slot depends on it, on whether it starts a
             # sentence and on whether an article comes right before it, so it is cached.
-            add(_plain(surface, start, i > 1 and raw[i - 2][0].lower() in _NOUN_NEXT))
+            slot = _plain(surface, start, i > 1 and raw[i - 2][0].lower() in _NOUN_NEXT)
+            out.append(slot._replace(start=True) if opening else slot)  # add(), inlined
+            opening = False
             continue
         if low in ARTICLES:
             if out and out[-1].key == BE and low in ("the", "a", "an"):
