@@ -226,7 +226,6 @@ def conflicts(md: Memdir, memory: Memory) -> list[Memory]:
     any type, in any scope in play (user, project, team): found among its ``NEIGHBOURS``
     best matches in the index (:func:`memdir.upkeep.candidates.neighbour_query`), so the
     cost does not grow with the store. Both memories are kept; this only says so."""
-    from memdir.core.index import row_to_memory
     from memdir.retrieval.search import best_matches
     from memdir.upkeep.candidates import neighbour_query
     from memdir.upkeep.conflicts import claim_of, contradicts, find_conflicts
@@ -235,11 +234,13 @@ def conflicts(md: Memdir, memory: Memory) -> list[Memory]:
     if not fts:
         return []
     rows = best_matches(md.index.conn, fts, md._dirs(), types=[], tags=None,
-                        include_archived=False, limit=NEIGHBOURS)
+                        include_archived=False, limit=NEIGHBOURS, whole=False)
     # The rule on the text first: whole memories only when one of them contradicts it.
     if not any(r["id"] != memory.id and contradicts(memory.body, r["body"]) for r in rows):
         return []
-    return find_conflicts(memory, [row_to_memory(r) for r in rows])
+    wanted = [r["rowid"] for r in rows]
+    found = md.index.select(f"m.rowid IN ({','.join('?' * len(wanted))})", wanted)
+    return find_conflicts(memory, found)
 
 
 def _jsonable(value: Any) -> Any:

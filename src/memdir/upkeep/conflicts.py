@@ -51,8 +51,8 @@ from memdir.retrieval.similarity import content_words
 from memdir.upkeep.alignment import Alignment, align, slots
 from memdir.upkeep.candidates import (
     FANOUT,
+    MAX_SLOTS,
     SLOT_WIDTH,
-    skeleton_keys,
     skeletons,
     slot_key,
     word_neighbours,
@@ -311,24 +311,26 @@ def find_conflicts(memory: Memory, candidates: Iterable[Memory]) -> list[Memory]
     others = [c for c in candidates if c.id != memory.id and c.status == "active"]
     found = [c for c in others if contradicts(memory.body, c.body)]
     if found:
-        fillers: dict[int, set[tuple[str, ...]]] = {}
-        for m in [memory, *others]:
-            for key, filler in skeleton_keys([s.key for s in slots(claim_of(m.body))]):
-                fillers.setdefault(key, set()).add(filler)
-        found = [c for c in found if not _listed(memory, c, fillers)]
+        keys = [slot_keys(claim_of(m.body)) for m in [memory, *others]]
+        found = [c for c in found if not _listed(memory, c, keys)]
     return sorted(found, key=lambda m: -m.relevance)
 
 
-def _listed(a: Memory, b: Memory, fillers: dict[int, set[tuple[str, ...]]]
-            ) -> bool:
+def _listed(a: Memory, b: Memory, claims: Sequence[tuple[str, ...]]) -> bool:
     """Whether the one value two memories differ in is a slot that more than ``FANOUT``
-    values fill among ``fillers`` (a list)."""
+    values fill among ``claims`` (their slot keys; a list): the claims with the same
+    slots before and after it, and at most ``SLOT_WIDTH`` between."""
     claim = claim_of(a.body)
     lined = align(claim, claim_of(b.body))
     if lined.slot is None:
         return False
-    key = slot_key([s.key for s in slots(claim)], *lined.slot)
-    return len(fillers.get(key, ())) > FANOUT
+    mine = slot_keys(claim)
+    start, end = lined.slot
+    head, tail = mine[:start], mine[end:]
+    fillers = {keys[start:len(keys) - len(tail)] for keys in claims
+               if len(keys) <= MAX_SLOTS and 0 <= len(keys) - start - len(tail) <= SLOT_WIDTH
+               and keys[:start] == head and keys[len(keys) - len(tail):] == tail}
+    return len(fillers) > FANOUT
 
 
 def conflicting_pairs(memories: Sequence[Memory], *,

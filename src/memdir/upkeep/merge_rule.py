@@ -39,6 +39,10 @@ _GRAMMAR = frozenset(stem(w) for w in """
 """.split())
 _NUMBER = re.compile(r"\d+(?:[.:,]\d+)*")
 _NEGATION = re.compile(r"\b(?:not|no|never|don't|dont|doesn't|isn't|without|disable\w*)\b")
+# An attribution ("Kevin said: ..."): who said it, not what.
+_SPEAKER = re.compile(r"\s*([^\n:]{1,60}?)\s+(?:said|says|wrote|asked)\s*:\s*", re.IGNORECASE)
+_TOKENS = re.compile(r"[\w.+#-]+")
+_INTENSIFIERS = frozenset("better rather more much far way".split())
 # Where an added number is an aside, not a new fact: brackets, dates, years.
 _ASIDE = re.compile(r"\([^)]*\)|\b\d{4}-\d{2}-\d{2}\b|\b(?:19|20)\d{2}\b")
 
@@ -50,6 +54,17 @@ def near_duplicate(a: str, b: str) -> bool:
     and nothing read as a disagreement (:func:`memdir.upkeep.claims.disagreement`: a word one
     rejects and the other asserts, an order reversed, antonyms) or a reordering around a
     pivot (:func:`memdir.upkeep.claims.reordered`: "pnpm over npm" vs "npm over pnpm")."""
+    said_a, said_b = _SPEAKER.match(a), _SPEAKER.match(b)
+    if said_a or said_b:  # what was said, without who said it
+        if said_a and said_b and said_a.group(1).lower() != said_b.group(1).lower():
+            return False  # two people's words are two memories
+        a, b = a[said_a.end():] if said_a else a, b[said_b.end():] if said_b else b
+        if read(a).words != read(b).words:
+            return False  # a word more is another utterance ("a movie" / "the recent
+            # godzilla movie"), not a detail added to one
+        return near_duplicate(a, b)
+    if _preferences(a) & {(y, x) for x, y in _preferences(b) if x != y}:
+        return False  # "just better than bazel" / "bazel better than just", fillers and all
     ca, cb = claim_of(a), claim_of(b)
     if similarity(a, b) < REWORDED_SIMILARITY and not comparable(ca, cb):
         return False  # the cheap test first
@@ -75,6 +90,23 @@ def near_duplicate(a: str, b: str) -> bool:
             set(_NEGATION.findall(low_a)) != set(_NEGATION.findall(low_b)):
         return False
     return disagreement(a, b) is None and reordered(a, b) is None
+
+
+def _preferences(text: str) -> set[tuple[str, str]]:
+    """(preferred, other) word pairs around "than", "over" and "instead of", as written
+    (filler words included: a tool may be called "just")."""
+    words = _TOKENS.findall(text.lower())
+    pairs = set()
+    for n, word in enumerate(words):
+        if word not in ("than", "over", "instead") or n == 0 or n + 1 >= len(words):
+            continue
+        left = n - 1
+        while left > 0 and words[left] in _INTENSIFIERS:
+            left -= 1
+        right = n + 2 if word == "instead" and words[n + 1] == "of" else n + 1
+        if right < len(words):
+            pairs.add((words[left], words[right]))
+    return pairs
 
 
 def _same_numbers(a: str, b: str) -> bool:

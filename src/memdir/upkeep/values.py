@@ -61,6 +61,7 @@ _VERBS = """
     mirror promote translate convert port transfer upload download export import collect
     treat scrape crawl follow ignore increase decrease raise lower round apply compress
     deny forbid permit grant revoke reject approve sample exceed alert hit touch call mock
+    respond reply give provide offer
 """.split()
 _VERB_STEMS = frozenset(stem(w) for w in _VERBS) | frozenset(_VERBS)
 
