@@ -47,8 +47,9 @@ __all__ = ["Alignment", "Slot", "align", "slots"]
 
 _WORDS = frozenset({"word", "verb", "command", "cap"})
 # A rule's opposite when it leads the claim ("Never rebase X" / "Feel free to rebase X").
-PERMISSIONS = frozenset(("feel free to", "you may", "you can", "go ahead and", "it is fine to",
-                         "it's fine to", "it is ok to", "it's ok to", "ok to", "okay to",
+# As :func:`_permission` normalises them ("it's fine to", "It is fine to": "it fine to").
+PERMISSIONS = frozenset(("feel free to", "you may", "you can", "may", "can", "go ahead and",
+                         "it fine to", "it ok to", "it okay to", "ok to", "okay to",
                          "free to"))
 _DIGITS = re.compile(r"\d+")
 _VERSIONED = re.compile(r"[v=@]\d|\d\.\d")
@@ -96,7 +97,7 @@ def _kind(left: tuple[Slot, ...], right: tuple[Slot, ...]) -> str:
     for one, other in ((left, right), (right, left)):  # "Never X" / "Feel free to X"
         if all(s.kind == "neg" or s.key in AUXILIARIES for s in one) \
                 and any(s.kind == "neg" for s in one) \
-                and " ".join(s.text.lower() for s in other) in PERMISSIONS:
+                and _permission(other):
             return "negation"
     if len(left) == len(right) == 1:
         x, y = left[0], right[0]
@@ -130,6 +131,11 @@ def _kind(left: tuple[Slot, ...], right: tuple[Slot, ...]) -> str:
         # paths or hosts are two places of one thing ("at mysql-7.internal" / "at pg-2...")
         return "name?"  # names memdir does not know: a value only where a value goes
     return "other"
+
+
+def _permission(part: tuple[Slot, ...]) -> bool:
+    words = " ".join(s.text.lower().replace("’", "'").removesuffix("'s") for s in part)
+    return words.replace(" is ", " ") in PERMISSIONS
 
 
 def _located(part: tuple[Slot, ...]) -> bool:

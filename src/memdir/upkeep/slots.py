@@ -34,7 +34,8 @@ from memdir.upkeep.values import (
 
 __all__ = ["BE", "PREPOSITIONS", "Slot", "cue", "identity", "slots", "value_place"]
 
-_TOKEN = re.compile(r"`[^`\n]{1,80}`|(?:~?/)?[\w$€£¥%µ#@]+(?:['’\-./:@+][\w$%#]+)*\+*"
+_TOKEN = re.compile(r"`[^`\n]{1,80}`|[a-z][\w+.-]*://[^\s`'\"<>)\]]*[^\s`'\"<>)\].,;:!?]"
+                    r"|(?:~?/)?[\w$€£¥%µ#@]+(?:['’\-./:@+][\w$%#]+)*\+*"
                     r"|->|→|=|/|&|:(?=\s|$)")
 _STOPS = frozenset(".!?:;\n")
 _NOT = {"don't": ("do", "not"), "doesn't": ("does", "not"), "didn't": ("did", "not"),
