@@ -135,3 +135,29 @@ def test_doctor_names_the_one_file_with_a_secret_among_many(tmp_path: Path) -> N
                                encoding="utf-8")
         secrets = [p for p in md.doctor() if p.kind == "secret"]
         assert [p.where for p in secrets] == [str(target.path)]
+
+
+def test_doctor_reads_the_remembered_scan_from_the_index_rows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Doctor believes the last scan only for exactly the memories it read, and builds
+    whole memories only for the pairs it names; a change makes it scan again."""
+    from memdir.upkeep import conflict_scan
+
+    (tmp_path / "repo").mkdir()
+    with Memdir(home=tmp_path / "home", project=tmp_path / "repo", semantic=False) as md:
+        kept = md.store("The billing worker listens on port 8005 in staging", type="fact")
+        other = md.store("The billing worker listens on port 9999 in staging", type="fact")
+        md.store_many([{"content": f"Note {n} on the build", "type": "fact"} for n in range(30)])
+        md.consolidate(dry_run=True)  # remembers the scan
+
+        def no_scan(*args: object, **kwargs: object) -> list[object]:
+            raise AssertionError("scanned again")
+
+        monkeypatch.setattr(conflict_scan, "conflicting_pairs", no_scan)
+        found = [p for p in md.doctor() if p.kind == "memory-conflict"]
+        assert len(found) == 1 and {kept.id, other.id} <= set(found[0].message.split())
+        md.update(other.id, content="The billing worker listens on port 8005 in staging")
+        with pytest.raises(AssertionError, match="scanned again"):
+            md.doctor()
+        monkeypatch.undo()
+        assert [p for p in md.doctor() if p.kind == "memory-conflict"] == []

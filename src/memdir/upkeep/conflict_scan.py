@@ -21,22 +21,60 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from memdir.core.model import Memory
+from memdir.core.model import Memory, format_time
 from memdir.upkeep.conflicts import Conflict, conflicting_pairs
 
-__all__ = ["FILE", "RULES", "scan"]
+__all__ = ["FILE", "RULES", "digest_rows", "remembered", "scan"]
+
+Key = tuple[str, str]  # a memory's (scope, id)
 
 FILE = "conflicts.json"
 RULES = "4"  # changes whenever the conflict rules do: an old scan is not reused
 
 
+Row = tuple[str, str, str, str, str, str]  # scope, id, type, status, updated, body
+
+
 def _digest(memories: Sequence[Memory]) -> str:
+    return digest_rows([(m.scope, m.id, m.type, m.status, format_time(m.updated), m.body)
+                        for m in memories])
+
+
+def digest_rows(rows: Sequence[Row]) -> str:
+    """The digest of the memories a scan reads, from their index rows (``updated`` as the
+    index writes it): what :func:`scan` compares to tell whether a remembered scan holds."""
     h = hashlib.blake2b(RULES.encode(), digest_size=20)
-    for m in sorted(memories, key=lambda m: (m.scope, m.id)):
-        h.update("\x1f".join((m.scope, m.id, m.type, m.status, m.updated.isoformat(),
-                              m.body)).encode("utf-8", "surrogatepass"))
+    for row in sorted(rows, key=lambda r: (r[0], r[1])):
+        h.update("\x1f".join(row).encode("utf-8", "surrogatepass"))
         h.update(b"\x1e")
     return h.hexdigest()
+
+
+def remembered(home: Path, digest: str) -> list[tuple[Key, Key, str, bool]] | None:
+    """The remembered scan's pairs ((scope, id) older, newer, reason, ordered) when it was
+    made of the memories of ``digest`` (:func:`digest_rows`), else None: a caller that has
+    only rows builds whole memories for these few, not for the store."""
+    from memdir.core.errors import MemdirError
+    from memdir.core.safe_open import CONFLICT_SCAN, read_file
+
+    try:  # never a symlink, a FIFO or a file over the cap (memdir.core.safe_open)
+        data = json.loads(read_file(home / FILE, CONFLICT_SCAN))
+    except (OSError, ValueError, MemdirError):
+        return None
+    if not isinstance(data, dict) or data.get("digest") != digest:
+        return None
+    out = []
+    for item in data.get("conflicts", []):
+        try:
+            older = (str(item["older"][0]), str(item["older"][1]))
+            newer = (str(item["newer"][0]), str(item["newer"][1]))
+            reason, ordered = item["reason"], item["ordered"]
+        except (KeyError, TypeError, IndexError):
+            return None
+        if not isinstance(reason, str) or not isinstance(ordered, bool):
+            return None
+        out.append((older, newer, reason, ordered))
+    return out
 
 
 def scan(home: Path | None, memories: Sequence[Memory], *,
@@ -55,28 +93,15 @@ def scan(home: Path | None, memories: Sequence[Memory], *,
 
 
 def _recall(path: Path, digest: str, memories: Sequence[Memory]) -> list[Conflict] | None:
-    from memdir.core.errors import MemdirError
-    from memdir.core.safe_open import CONFLICT_SCAN, read_file
-
-    try:  # never a symlink, a FIFO or a file over the cap (memdir.core.safe_open)
-        data = json.loads(read_file(path, CONFLICT_SCAN))
-    except (OSError, ValueError, MemdirError):
+    found = remembered(path.parent, digest)
+    if found is None:
         return None
-    if not isinstance(data, dict) or data.get("digest") != digest:
+    by_key: dict[Key, Memory] = {(m.scope, m.id): m for m in memories}
+    try:
+        return [Conflict(by_key[older], by_key[newer], reason, ordered)
+                for older, newer, reason, ordered in found]
+    except KeyError:
         return None
-    by_key = {(m.scope, m.id): m for m in memories}
-    out = []
-    for item in data.get("conflicts", []):
-        try:
-            older = by_key[(item["older"][0], item["older"][1])]
-            newer = by_key[(item["newer"][0], item["newer"][1])]
-            reason, ordered = item["reason"], item["ordered"]
-        except (KeyError, TypeError, IndexError):
-            return None
-        if not isinstance(reason, str) or not isinstance(ordered, bool):
-            return None
-        out.append(Conflict(older, newer, reason, ordered))
-    return out
 
 
 def _remember(path: Path, digest: str, found: Sequence[Conflict]) -> None:

@@ -24,13 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 from memdir.core.errors import PathTraversalError
 from memdir.core.files import INDEX_FILE, MAX_INDEX_BYTES, MAX_INDEX_LINES, utf8_name
-from memdir.core.model import SCOPES, Problem, Stats
+from memdir.core.model import SCOPES, Memory, Problem, Scope, Stats
 from memdir.core.safety import SECRET_IN_FILE, find_secrets
 from memdir.core.usefulness import NEVER_USED_AFTER, Counts, MemoryUse, Usefulness, usefulness
 
 if TYPE_CHECKING:
     from memdir.core.store import MemoryDir
     from memdir.memdir import Memdir
+    from memdir.upkeep.conflicts import Conflict
 
 __all__ = ["NOTICES", "IndexStats", "doctor", "stats"]
 
@@ -219,12 +220,11 @@ def _conflicts(md: Memdir, dirs: Sequence[MemoryDir]) -> list[Problem]:
     """Memories that disagree (:mod:`memdir.upkeep.conflicts`), a notice each: consolidation
     reports them and never merges them by rules. The first ``LISTED``, then one notice with
     how many more there are."""
-    from memdir.upkeep.conflict_scan import scan
     from memdir.upkeep.conflicts import RESOLVE
     from memdir.upkeep.consolidate import LISTED
 
     scopes = list(dict.fromkeys(d.scope for d in dirs))
-    found_all = scan(md.home, md.list(scopes=scopes)) if scopes else []
+    found_all = _found_conflicts(md, scopes) if scopes else []
     out = []
     for found in found_all[:LISTED]:
         older, newer = found.older, found.newer
@@ -239,6 +239,32 @@ def _conflicts(md: Memdir, dirs: Sequence[MemoryDir]) -> list[Problem]:
             f"{more} more conflicts not listed here ({len(found_all)} in all)",
             "`memdir consolidate --dry-run --limit 0` lists every one"))
     return out
+
+
+def _found_conflicts(md: Memdir, scopes: Sequence[Scope]) -> list[Conflict]:
+    """The store's conflicts: the remembered scan read against the index rows alone (whole
+    memories only for the pairs it names), else a scan (:mod:`memdir.upkeep.conflict_scan`)."""
+    from memdir.upkeep.conflict_scan import digest_rows, remembered, scan
+    from memdir.upkeep.conflicts import Conflict as Found
+
+    dirs = md._dirs(scopes)
+    if md.home is not None and dirs:
+        marks = ",".join("?" * len(dirs))
+        rows = [(r[0] if r[0] in ("user", "team") else "project", r[1], r[2], r[3], r[4], r[5])
+                for r in md.index.conn.execute(
+                    "SELECT scope, id, type, status, updated, body FROM memories "
+                    f"WHERE dir IN ({marks}) AND status = 'active'", [d.key for d in dirs])]
+        found = remembered(md.home, digest_rows(rows))
+        if found is not None:
+            ids = sorted({key[1] for pair in found for key in pair[:2]})
+            named = md.index.select(
+                f"m.dir IN ({marks}) AND m.id IN ({','.join('?' * len(ids))})",
+                [*(d.key for d in dirs), *ids]) if ids else []
+            whole: dict[tuple[str, str], Memory] = {(m.scope, m.id): m for m in named}
+            if all(older in whole and newer in whole for older, newer, _, _ in found):
+                return [Found(whole[older], whole[newer], reason, ordered)
+                        for older, newer, reason, ordered in found]
+    return scan(md.home, md.list(scopes=scopes))
 
 
 def _stale_temp_problems(md: Memdir, dirs: Sequence[MemoryDir]) -> dict[str, Problem]:
