@@ -161,3 +161,44 @@ def test_doctor_reads_the_remembered_scan_from_the_index_rows(
             md.doctor()
         monkeypatch.undo()
         assert [p for p in md.doctor() if p.kind == "memory-conflict"] == []
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    # Two rules on two tools: what "never run" refuses is not what "always run" asks for.
+    ("Never run docker on driver changes in quotaGatewayManager before merging.",
+     "Before merging handler changes in quotaGatewayManager, always run opentofu."),
+    # Two components whose names share all but one part.
+    ("Likes mocha better than jest for test suites in schemaSchedulerStore.",
+     "Likes mocha better than jest for test suites in importSchedulerStore."),
+    # A question claims nothing; chat statements are moments, not standing claims.
+    ("Akib said: The worst part is I can't even sleep",
+     "Akib said: How about you? Did you sleep well?"),
+    ("Nicolas said: Do you drink it iced or hot?",
+     "Nicolas said: I love iced drinks even if its cold out"),
+    ("Akib said: And it's so weird that I would feel it in both hands and wrists",
+     "Akib said: I don't feel sleepy though which is weird"),
+])
+def test_not_conflicts(a: str, b: str) -> None:
+    assert conflict(a, b) is None and conflict(b, a) is None
+    assert not contradicts(a, b) and not contradicts(b, a)
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    ("Redirect HTTP to HTTPS on the data-catalog-renderer proxy.",
+     "The data-catalog-renderer proxy redirects HTTPS to HTTP."),
+    ("Never run docker before merging.", "Always run docker before merging."),
+    ("Akib said: I have two cats", "Akib said: I have three cats"),
+])
+def test_still_conflicts(a: str, b: str) -> None:
+    assert conflict(a, b) is not None and contradicts(b, a)
+    assert not near_duplicate(a, b)
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    ("Vanessa said: Morning! How are you doing this morning?",
+     "Vanessa said: Morning!! How have you been this morning?"),
+    ("Elise said: Hey Kate. I’m doing well. How are you doing?",
+     "Elise said: Hey Kate I’m doing well what about you?"),
+])
+def test_two_utterances_are_two_memories(a: str, b: str) -> None:
+    assert not near_duplicate(a, b) and not near_duplicate(b, a)

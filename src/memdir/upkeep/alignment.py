@@ -123,10 +123,12 @@ def _kind(left: tuple[Slot, ...], right: tuple[Slot, ...]) -> str:
         if kl and kr:
             return "name" if kl == kr else "other"
         pl, pr = _parts(left), _parts(right)
-        if any(_IDENTIFIER.search(s.text) for s in left + right if s.kind == "name") \
-                and not (pl & pr and len(pl - pr) <= 1 and len(pr - pl) <= 1) \
+        names = [s.text for s in left + right if s.kind == "name"]
+        if any(_IDENTIFIER.search(n) for n in names) \
+                and not (len(pl & pr) == 1 and len(pl - pr) <= 1 and len(pr - pl) <= 1) \
                 and not (_located(left) and _located(right)):
-            return "other"  # "in ticketSyncView" / "in emailIngester": which component;
+            return "other"  # "in ticketSyncView" / "in emailIngester", "in schemaSyncStore"
+            # / "in importSyncStore": which component (a family of names);
         # "settings.toml" / "settings.yaml" differ in one part: one thing's two values; two
         # paths or hosts are two places of one thing ("at mysql-7.internal" / "at pg-2...")
         return "name?"  # names memdir does not know: a value only where a value goes

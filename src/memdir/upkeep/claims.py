@@ -59,12 +59,33 @@ from memdir.upkeep.lexicon import (
 )
 from memdir.upkeep.order import ordered_pairs
 
-__all__ = ["Disagreement", "Reading", "Stance", "disagreement", "read", "reordered", "stance"]
+__all__ = ["Disagreement", "Reading", "Stance", "asks", "attribution", "disagreement", "read",
+           "reordered", "stance"]
 
 _TOKEN = re.compile(r"[a-z0-9]+(?:['\-./][a-z0-9]+)*")
 _CLAUSE = re.compile(r"[,;:.!?()\[\]]+(?:\s|$)|[;:!?()\[\]]|\s+[-\u2013\u2014]\s+|\n"
                      r"|\b(?:and|or|but|while|whereas|so)\b")
 _SENTENCE = re.compile(r"[.;!?](?:\s|$)|\n")
+
+
+# "Kevin said: ...": a chat statement, with who said it.
+_SPEAKER = re.compile(r"\s*([^\n:]{1,60}?)\s+(?:said|says|wrote|asked)\s*:\s*", re.IGNORECASE)
+_SENTENCES = re.compile(r"[^.!?\n]+[.!?]*")
+
+
+def attribution(text: str) -> tuple[str, str] | None:
+    """(who, what was said) of an attributed statement ("Kevin said: ..."), or None. What
+    someone said at one moment is an event, not a standing claim about a subject."""
+    found = _SPEAKER.match(text)
+    return (found.group(1).strip().lower(), text[found.end():]) if found else None
+
+
+def asks(text: str) -> bool:
+    """Whether every sentence of a text is a question: it claims nothing ("Did you sleep
+    well?", "Do you drink it iced or hot?")."""
+    said = attribution(text)
+    sentences = [p.strip() for p in _SENTENCES.findall(said[1] if said else text) if p.strip()]
+    return bool(sentences) and all(p.endswith("?") for p in sentences)
 
 
 def _clauses(text: str) -> list[list[str]]:

@@ -57,7 +57,14 @@ from memdir.upkeep.candidates import (
     slot_key,
     word_neighbours,
 )
-from memdir.upkeep.claims import Disagreement, disagreement, read, reordered
+from memdir.upkeep.claims import (
+    Disagreement,
+    asks,
+    attribution,
+    disagreement,
+    read,
+    reordered,
+)
 from memdir.upkeep.conflict_order import UNORDERED, Conflict, written_order
 from memdir.upkeep.lexicon import FUNCTION, LIGHT, SEQUENCE, is_number, negation, stem
 from memdir.upkeep.values import antonyms, is_verb, name_kind
@@ -148,9 +155,13 @@ def contradicts(a: str, b: str, *, threshold: float = TOPIC_OVERLAP) -> bool:
     ca, cb = claim_of(a), claim_of(b)
     lined = None
     if comparable(ca, cb) and _one_stretch(ca, cb):  # the cheap tests first
+        if asks(ca) or asks(cb):
+            return False
         lined = align(ca, cb)
         if lined.verdict in ("conflict", "same", "converse", "subject"):
             return lined.verdict == "conflict"
+    if _said(ca, cb) or asks(ca) or asks(cb):
+        return False
     shared, overlap = topic_overlap(a, b)
     if shared >= MIN_SHARED and overlap >= threshold:
         return opposite(ca, cb, lined) is not None
@@ -165,16 +176,23 @@ def conflict(a: str, b: str) -> str | None:
     """Why two memory texts make one claim with two values or two polarities (module
     docstring), or None."""
     ca, cb = claim_of(a), claim_of(b)
-    if not comparable(ca, cb):
-        return None
+    if not comparable(ca, cb) or asks(ca) or asks(cb):
+        return None  # a question claims nothing
     lined = None
     if _one_stretch(ca, cb):  # else the alignment finds no value conflict: the stance first
         lined = align(ca, cb)
         if lined.verdict in ("conflict", "same", "converse", "subject"):
             return lined.reason or None
-    if _jaccard(read(ca).content, read(cb).content) < SAME_WORDS:
+    if _jaccard(read(ca).content, read(cb).content) < SAME_WORDS or _said(ca, cb):
         return None
     return opposite(ca, cb, lined)
+
+
+def _said(ca: str, cb: str) -> bool:
+    """Whether either claim is a chat statement ("Akib said: ..."): what one says at one
+    moment ("I can't sleep" / "I slept well") is no standing claim for the stance rule, only
+    the same words with one value changed conflict."""
+    return attribution(ca) is not None or attribution(cb) is not None
 
 
 def _one_stretch(ca: str, cb: str) -> bool:
@@ -260,10 +278,19 @@ def _stance(ca: str, cb: str) -> str | None:
         if found.kind == "polarity":  # a rule refused ("never pin ...") needs less of it
             close = RULE_CLOSE if all(is_verb(w) or name_kind(w) for w in found.words) \
                 else POLARITY_CLOSE
+            objects = _objects(ca, found.words), _objects(cb, found.words)
+            if close == RULE_CLOSE and all(objects) and not objects[0] & objects[1]:
+                return None  # "never run docker ..." / "always run opentofu ...": two rules
         return found.reason if _jaccard(wa - found.words, wb - found.words) >= close else None
     if found.kind == "numbers" and (wa != wb or not _one_number(ca, cb)):
         return None
     return found.reason
+
+
+def _objects(claim: str, verbs: frozenset[str]) -> frozenset[str]:
+    """The words right after each of ``verbs`` in a claim: what a rule does them to."""
+    stems = read(claim).stems
+    return frozenset(stems[n + 1] for n, w in enumerate(stems[:-1]) if w in verbs)
 
 
 def _opposites(ca: str, cb: str) -> Disagreement | None:

@@ -86,11 +86,15 @@ IRREGULAR = {w: base for base, forms in (
 ) for w in forms.split()}
 
 
+# A protocol's secure form is another protocol, not a plural: "HTTP to HTTPS" / "HTTPS to HTTP".
+_SECURE = frozenset("https wss ftps smtps imaps ldaps".split())
+
+
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """A light stem: the same for "mock", "mocks", "mocked", "mocking" and "rebase",
     "rebasing" (not a linguist's stem: only consistent on the forms that matter here)."""
-    if any(c.isdigit() for c in word) or "." in word or "/" in word:
+    if any(c.isdigit() for c in word) or "." in word or "/" in word or word in _SECURE:
         return word
     word = IRREGULAR.get(word, word)
     for suffix in ("ing", "ed", "es", "s"):

@@ -18,7 +18,7 @@ import re
 
 from memdir.retrieval.similarity import similarity
 from memdir.upkeep.alignment import align
-from memdir.upkeep.claims import disagreement, read, reordered
+from memdir.upkeep.claims import attribution, disagreement, read, reordered
 from memdir.upkeep.conflicts import amounts_replaced, claim_of, comparable
 from memdir.upkeep.lexicon import stem
 
@@ -39,8 +39,7 @@ _GRAMMAR = frozenset(stem(w) for w in """
 """.split())
 _NUMBER = re.compile(r"\d+(?:[.:,]\d+)*")
 _NEGATION = re.compile(r"\b(?:not|no|never|don't|dont|doesn't|isn't|without|disable\w*)\b")
-# An attribution ("Kevin said: ..."): who said it, not what.
-_SPEAKER = re.compile(r"\s*([^\n:]{1,60}?)\s+(?:said|says|wrote|asked)\s*:\s*", re.IGNORECASE)
+_ARTICLES = frozenset("a an the".split())
 _TOKENS = re.compile(r"[\w.+#-]+")
 _INTENSIFIERS = frozenset("better rather more much far way".split())
 # Where an added number is an aside, not a new fact: brackets, dates, years.
@@ -54,15 +53,15 @@ def near_duplicate(a: str, b: str) -> bool:
     and nothing read as a disagreement (:func:`memdir.upkeep.claims.disagreement`: a word one
     rejects and the other asserts, an order reversed, antonyms) or a reordering around a
     pivot (:func:`memdir.upkeep.claims.reordered`: "pnpm over npm" vs "npm over pnpm")."""
-    said_a, said_b = _SPEAKER.match(a), _SPEAKER.match(b)
+    said_a, said_b = attribution(a), attribution(b)
     if said_a or said_b:  # what was said, without who said it
-        if said_a and said_b and said_a.group(1).lower() != said_b.group(1).lower():
+        if said_a and said_b and said_a[0] != said_b[0]:
             return False  # two people's words are two memories
-        a, b = a[said_a.end():] if said_a else a, b[said_b.end():] if said_b else b
-        if read(a).words != read(b).words:
-            return False  # a word more is another utterance ("a movie" / "the recent
-            # godzilla movie"), not a detail added to one
-        return near_duplicate(a, b)
+        a, b = said_a[1] if said_a else a, said_b[1] if said_b else b
+        # One utterance said twice, word for word (case, punctuation and articles aside):
+        # "How are you doing?" / "How have you been?" are two ("a movie" / "the recent
+        # godzilla movie" too, not a detail added to one).
+        return _utterance(a) == _utterance(b)
     if _preferences(a) & {(y, x) for x, y in _preferences(b) if x != y}:
         return False  # "just better than bazel" / "bazel better than just", fillers and all
     ca, cb = claim_of(a), claim_of(b)
@@ -90,6 +89,12 @@ def near_duplicate(a: str, b: str) -> bool:
             set(_NEGATION.findall(low_a)) != set(_NEGATION.findall(low_b)):
         return False
     return disagreement(a, b) is None and reordered(a, b) is None
+
+
+def _utterance(text: str) -> list[str]:
+    words = (w.strip(".-") for w in _TOKENS.findall(text.lower().replace("’", "'")
+                                                     .replace("'", "")))
+    return [w for w in words if w and w not in _ARTICLES]
 
 
 def _preferences(text: str) -> set[tuple[str, str]]:
