@@ -8,32 +8,38 @@ them).
 
 from typing import TYPE_CHECKING, Any
 
-from memdir.core.errors import (
-    ConfigError,
-    InvalidMemoryError,
-    LLMError,
-    MemdirError,
-    MemoryFileError,
-    MemoryNotFoundError,
-    PathTraversalError,
-    SecretDetectedError,
-    UnknownTypeError,
-)
-from memdir.core.model import Hit, Memory, Problem, Scope, Stats
-from memdir.core.taxonomy import PRESETS, Taxonomy, TypeSpec
-from memdir.memdir import Memdir
-
 if TYPE_CHECKING:
     from memdir.agents.agent import (
         RecallPrefetch,
         build_memory_prompt_section,
         start_recall_prefetch,
     )
+    from memdir.core.errors import (
+        ConfigError,
+        InvalidMemoryError,
+        LLMError,
+        MemdirError,
+        MemoryFileError,
+        MemoryNotFoundError,
+        PathTraversalError,
+        SecretDetectedError,
+        UnknownTypeError,
+    )
+    from memdir.core.model import Hit, Memory, Problem, Scope, Stats
+    from memdir.core.taxonomy import PRESETS, Taxonomy, TypeSpec
+    from memdir.memdir import Memdir
     from memdir.retrieval.context_format import Context, ContextItem, count_tokens
     from memdir.retrieval.recall import Recall, Recalled
 
-# Imported on first use (PEP 562): a hook or CLI process pays only for what it runs.
+# Every name is imported on first use (PEP 562): a hook, the MCP server's handshake or a
+# CLI command pays only for what it runs, and `import memdir.x` costs no more than memdir.x.
+_ERRORS = ("ConfigError InvalidMemoryError LLMError MemdirError MemoryFileError "
+           "MemoryNotFoundError PathTraversalError SecretDetectedError UnknownTypeError")
 _LAZY = {
+    **dict.fromkeys(_ERRORS.split(), "memdir.core.errors"),
+    **dict.fromkeys(("Hit", "Memory", "Problem", "Scope", "Stats"), "memdir.core.model"),
+    **dict.fromkeys(("PRESETS", "Taxonomy", "TypeSpec"), "memdir.core.taxonomy"),
+    "Memdir": "memdir.memdir",
     "Context": "memdir.retrieval.context_format", "ContextItem": "memdir.retrieval.context_format",
     "count_tokens": "memdir.retrieval.context_format", "Recall": "memdir.retrieval.recall",
     "Recalled": "memdir.retrieval.recall", "RecallPrefetch": "memdir.agents.agent",

@@ -29,9 +29,10 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
 
 from memdir import Memdir, MemdirError, Scope, __version__
+from memdir.agents.mcp_stdio import CATALOG
 from memdir.agents.mcp_tools import register_tools
 
-__all__ = ["INSTRUCTIONS", "build_server", "main"]
+__all__ = ["CATALOG", "INSTRUCTIONS", "build_server", "main", "record_catalog"]
 
 INSTRUCTIONS = """memdir is this project's lasting memory: Markdown files the user can read and
 edit. At the start of a task call memory_context (with the task as query); before answering
@@ -99,3 +100,49 @@ def main(home: str | None = None, project: str | None = None) -> None:
         raise SystemExit(exc.exit_code) from None
     with suppress(KeyboardInterrupt):  # Ctrl-C in a terminal: stop without a traceback
         server.run("stdio")
+
+
+def record_catalog(path: Path | None = None) -> dict[str, Any]:
+    """What this SDK server answers to ``initialize`` and ``tools/list``, recorded over a
+    real stream, for :mod:`memdir.agents.mcp_stdio` to answer before the SDK is loaded;
+    written to ``path`` when given (``python -c "from memdir.agents.mcp_server import
+    record_catalog, CATALOG; record_catalog(CATALOG)"`` after a tool changes)."""
+    import io
+    import json
+    import tempfile
+
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+    from memdir.agents.mcp_stdio import _Answers, _Replayed, _run_sdk
+
+    latest = HANDSHAKE_PROTOCOL_VERSIONS[-1]
+    asked = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": latest, "capabilities": {},
+                         "clientInfo": {"name": "memdir", "version": __version__}}},
+             {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]
+    answered = threading.Event()
+
+    class Wire(io.BytesIO):
+        def flush(self) -> None:
+            if b'"id":2' in self.getvalue().replace(b" ", b""):
+                answered.set()
+
+    class Rest(io.BytesIO):  # the client stays until the last answer came (then: EOF)
+        def readline(self, size: int | None = -1) -> bytes:
+            answered.wait(60)
+            return b""
+
+    wire = Wire()
+    with tempfile.TemporaryDirectory() as tmp:
+        _run_sdk(str(Path(tmp) / "home"), tmp,
+                 _Replayed([json.dumps(m) + "\n" for m in asked], Rest()),
+                 _Answers(wire, None))
+    answers = {m["id"]: m["result"] for m in map(json.loads, wire.getvalue().splitlines())}
+    initialize = {k: v for k, v in answers[1].items() if k != "protocolVersion"}
+    found = {"initialize": initialize, "tools": answers[2],
+             "versions": list(HANDSHAKE_PROTOCOL_VERSIONS)}
+    if path is not None:
+        path.write_text(json.dumps(found, indent=1, ensure_ascii=False) + "\n",
+                        encoding="utf-8")
+    return found

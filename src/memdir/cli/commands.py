@@ -378,10 +378,9 @@ def run(args: argparse.Namespace) -> int:
             done = (cmd_export if args.command == "export" else cmd_import)(store, args)
         return done if isinstance(done, int) else 0
     if args.command == "mcp":  # the server owns its Memdir and its stdout
-        from memdir.agents.mcp_server import main as serve
+        from memdir.agents.mcp_stdio import serve
 
-        serve(home=args.home, project=args.project)
-        return 0
+        return serve(args.home, args.project)
     # A one-shot process does not load the embedding model unless asked (--hybrid,
     # --embeddings, MEMDIR_SEMANTIC=1): it costs more than the command itself.
     flag = getattr(args, "hybrid", False) or getattr(args, "embeddings", False)

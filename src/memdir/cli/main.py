@@ -47,6 +47,23 @@ def _command_at(given: list[str]) -> int:
     return at if 0 < at < len(given) and not given[at].startswith("-") else 0
 
 
+def _mcp_args(given: list[str]) -> tuple[str | None, str | None] | None:
+    """(home, project) when the command is ``mcp`` with nothing but ``--home`` and
+    ``--project`` around it; None otherwise (argparse then says what is wrong)."""
+    at = _command_at(given)
+    if given[at:at + 1] != ["mcp"]:
+        return None
+    rest = given[:at] + given[at + 1:]
+    found: dict[str, str] = {}
+    while rest:
+        word = rest.pop(0)
+        name, eq, value = word.partition("=")
+        if name not in COMMON_VALUED or (not eq and not rest):
+            return None
+        found[name] = value if eq else rest.pop(0)
+    return found.get("--home"), found.get("--project")
+
+
 def _hook_args(given: list[str]) -> list[str] | None:
     """The arguments for :func:`memdir.agents.hooks.hook_main` when the command is ``hook``, with
     the options before it (``memdir --home DIR hook prompt``); None for any other command."""
@@ -74,6 +91,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from memdir.agents.hooks import hook_main
 
         return hook_main(hook_args)
+    mcp = _mcp_args(given)
+    if mcp is not None:  # the MCP server: the handshake before anything heavy is imported
+        from memdir.agents.mcp_stdio import serve
+
+        return serve(*mcp)
     at = _command_at(given)
     if at:  # `memdir --home DIR search x`: the common options work before the command too
         given = [given[at], *given[:at], *given[at + 1:]]

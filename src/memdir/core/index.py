@@ -186,9 +186,7 @@ def memory_to_row(memory: Memory, directory: str, norm_hash: str, mtime_ns: int,
     )
 
 
-@lru_cache(maxsize=256)
-def _dir_path(value: str) -> Path:
-    return Path(value)
+_dir_path = lru_cache(maxsize=256)(Path)  # a directory's Path, parsed once
 
 
 def _list(value: str) -> tuple[Any, ...]:
