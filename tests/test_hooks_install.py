@@ -126,7 +126,7 @@ def test_install_merges_memdir_hooks_after_the_users_own() -> None:
                    "timeout": 10}]}
     timeouts = {e: g[-1]["hooks"][0]["timeout"] for e, g in data["hooks"].items()}
     assert timeouts == {"SessionStart": 10, "UserPromptSubmit": 10, "Stop": 30,
-                        "PreCompact": 30, "SessionEnd": 5}
+                        "PreCompact": 30, "SessionEnd": 1}
     assert settings.read_text().endswith("}\n")
     assert settings.read_text() == json.dumps(data, indent=2) + "\n"
 

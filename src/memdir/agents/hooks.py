@@ -126,11 +126,13 @@ def _memdir(data: Mapping[str, Any]) -> Memdir:
 
 
 def _output(text: str, fmt: str, event_name: str) -> str:
-    """Plain text, or Claude Code's JSON shape for added context when asked."""
+    """Plain text, or Claude Code's JSON shape, within every host's limit (hook_output)."""
+    from memdir.agents.hook_output import fit
+
     if fmt == "json" and text:
         return json.dumps({"hookSpecificOutput": {"hookEventName": event_name,
-                                                  "additionalContext": text}})
-    return text
+                                                  "additionalContext": fit(text)}})
+    return fit(text)
 
 
 def _session_start(data: Mapping[str, Any], fmt: str) -> str:
@@ -334,8 +336,7 @@ def run_hook(event: str, stdin: TextIO | str, fmt: str = "text") -> int:
     from memdir.core import index
     from memdir.core.errors import warnings_to
 
-    # The alarm cannot interrupt SQLite waiting for another process's write lock (30 s at
-    # most): cap those waits at the limit too.
+    # The alarm cannot interrupt SQLite's wait for another writer (30 s): capped too.
     index.set_deadline(started + limit)
     warnings_to(lambda message: _log(event, message))  # not stderr: the agent reads it
     try:

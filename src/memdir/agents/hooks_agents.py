@@ -75,6 +75,7 @@ class HookSpec:
     action: str  # the `memdir hook` sub-command
     timeout: int  # seconds: the agent cancels the hook after this
     matcher: str | None = None  # None: every occurrence of the event
+    earlier: tuple[int, ...] = ()  # timeouts memdir wrote before: memdir's, not the user's
 
 
 HOOKS = (
@@ -82,7 +83,10 @@ HOOKS = (
     HookSpec("UserPromptSubmit", "prompt", 10),
     HookSpec("Stop", "stop", 30),
     HookSpec("PreCompact", "pre-compact", 30),
-    HookSpec("SessionEnd", "session-end", 5),
+    # Within every host's cap: Codex clamps SessionEnd to 3 s (1 s by default), Claude Code
+    # gives all SessionEnd hooks together 1.5 s. The hook only hands the session to a
+    # background process (memdir.agents.hooks), which takes a fraction of that.
+    HookSpec("SessionEnd", "session-end", 1, earlier=(5,)),
 )
 
 
@@ -259,7 +263,8 @@ def _users_timeout(entry: dict[str, Any], spec: HookSpec) -> Any:
     """The entry's ``timeout`` when the user set it: a positive, finite number other than
     memdir's default for the event; else None (no timeout, memdir's, or not a number)."""
     value = entry.get("timeout")
-    if value is None or isinstance(value, bool) or value == spec.timeout:
+    if value is None or isinstance(value, bool) or value == spec.timeout \
+            or value in spec.earlier:
         return None
     try:
         seconds = float(value.text if isinstance(value, Number) else value)

@@ -262,20 +262,19 @@ def _notes(t: Target, python: str, customised: list[str],
                          "interpreter path is this machine's, so in a shared repository "
                          "prefer --scope user")
     else:
-        notes.append("Codex asks you to review and trust new hooks before they run; "
-                     "SessionEnd needs Codex CLI 0.145 or newer")
-        if t.scope == "project":
-            notes.append("Codex reads <project>/.codex only in projects you trust")
+        notes.append("SessionEnd needs Codex CLI 0.145 or newer")
     return tuple(notes)
 
 
 def install(agent: str, scope: str = "user", *, project: Path | None = None,
             python: str | None = None, dry_run: bool = False,
-            home: str | os.PathLike[str] | None = None, mcp: bool | None = None) -> Report:
+            home: str | os.PathLike[str] | None = None, mcp: bool | None = None,
+            trust: bool = True) -> Report:
     """Add memdir's hooks and MCP server to ``agent``'s settings (idempotent). ``home``: the
     memdir home the installed commands name (None: the one they find by themselves; see
     :func:`carried_home`). ``mcp``: whether the mcp extra is there (None: ask ``python``);
-    without it, no MCP server is registered."""
+    without it, no MCP server is registered. ``trust`` (Codex): ask Codex to trust the hooks
+    (:mod:`memdir.agents.codex_trust`); False: the notes say how the user does it."""
     python = python or sys.executable
     where = None if home is None else str(Path(home).expanduser().resolve())
     mcp_ok = extras.installed("mcp", python) if mcp is None else mcp
@@ -283,8 +282,15 @@ def install(agent: str, scope: str = "user", *, project: Path | None = None,
     customised: list[str] = []
     timeouts: list[str] = []
     files = apply(_edits(t, python, customised, timeouts, where, mcp_ok), dry_run)
-    return Report("install", agent, scope, dry_run, files,
-                  _notes(t, python, customised, timeouts, where, mcp_ok),
+    notes = _notes(t, python, customised, timeouts, where, mcp_ok)
+    if agent == "codex" and not dry_run:
+        from memdir.agents.codex_trust import install_notes
+
+        root = t.hooks_file.parent.parent
+        notes += tuple(install_notes(root if scope == "project" else Path.cwd(),
+                                     t.hooks_file, ask=trust,
+                                     project=root if scope == "project" else None))
+    return Report("install", agent, scope, dry_run, files, notes,
                   None if where is None else Path(where), mcp_ok)
 
 

@@ -176,9 +176,10 @@ def cmd_reindex(md: Memdir, args: argparse.Namespace) -> None:
 
 
 def cmd_doctor(md: Memdir, args: argparse.Namespace) -> int:
+    from memdir.agents.codex_trust import doctor_problems
     from memdir.upkeep.report import NOTICES
 
-    found = md.doctor()
+    found = md.doctor() + doctor_problems(md.roots.worktree)
     _emit(args, [p.to_dict() for p in found], render.problems(found, NOTICES))
     return 1 if any(p.kind not in NOTICES for p in found) else 0
 

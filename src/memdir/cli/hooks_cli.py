@@ -75,6 +75,10 @@ def add_parser(sub: argparse._SubParsersAction[Any], common: argparse.ArgumentPa
         if name != "status":
             p.add_argument("--dry-run", action="store_true",
                            help="show what would change and write nothing")
+        if name == "install":
+            p.add_argument("--no-trust", action="store_true",
+                           help="Codex: do not ask Codex to trust memdir's hooks (it skips "
+                                "them until you trust them with /hooks)")
 
 
 def snippets(python: str, home: Path | None = None) -> list[dict[str, str]]:
@@ -149,7 +153,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.hooks_action == "install":
         report = hooks_install.install(args.agent, args.scope, project=project,
-                                       dry_run=args.dry_run, home=home).to_dict()
+                                       dry_run=args.dry_run, home=home,
+                                       trust=not args.no_trust).to_dict()
         # No MCP server to paste anywhere without the mcp extra: the notes say so.
         report["snippets"] = snippets(sys.executable, home) if report["mcp_available"] else []
     else:

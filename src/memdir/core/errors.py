@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 __all__ = [
+    "CodexTrustError",
     "ConfigError",
     "DatabaseError",
     "DuplicateNameError",
@@ -166,6 +167,14 @@ class ConfigError(MemdirError):
     code = "bad_config"
     exit_code = 2
     default_hint = "Fix the setting in config.toml; `memdir doctor` shows which files are read."
+
+
+class CodexTrustError(ConfigError):
+    """Codex could not be asked to trust memdir's hooks (:mod:`memdir.agents.codex_trust`)."""
+
+    code = "codex_trust"
+    default_hint = ("run `codex`, type /hooks and trust the memdir hooks (or put `codex` on "
+                    "PATH and run `memdir hooks install --agent codex` again)")
 
 
 class IndexCorruptError(MemdirError):
