@@ -70,15 +70,17 @@ class _Base:
     def _is_model(self, request: Logged) -> bool:
         raise NotImplementedError
 
-    def _next(self, tools: list[str]) -> tuple[str, str, dict[str, Any]]:
+    def _next(self, tools: list[str], body: Any) -> tuple[str, str, dict[str, Any]]:
         """(text, tool name, arguments) of the next scripted turn for a request offering
-        ``tools``."""
+        ``tools`` (or naming a deferred one, by its whole name, anywhere in ``body``)."""
         with self._lock:
             turn = self.script.pop(0) if self.script else Turn("done")
         if not turn.tool:
             return turn.text, "", {}
         named = [t for t in tools if t == turn.tool or t.endswith(f"__{turn.tool}")
                  or t.endswith(f"_{turn.tool}")]
+        if not named and "__" in turn.tool and turn.tool in json.dumps(body):
+            named = [turn.tool]  # a deferred tool the client lists by name (Claude Code)
         if not named:
             return f"no tool {turn.tool} among {sorted(tools)}", "", {}
         return "", named[0], turn.arguments
@@ -154,7 +156,7 @@ class AnthropicServer(_Base):
             return _json(404, {"type": "error", "error": {"type": "not_found_error",
                                                           "message": path}})
         tools = [t.get("name", "") for t in body.get("tools") or [] if isinstance(t, dict)]
-        text, tool, arguments = self._next(tools)
+        text, tool, arguments = self._next(tools, body)
         if tool:
             block: dict[str, Any] = {"type": "tool_use", "id": f"toolu_{len(self.requests)}",
                                      "name": tool, "input": arguments}
@@ -207,16 +209,22 @@ class ResponsesServer(_Base):
         if not path.endswith("/responses") or not isinstance(body, dict):
             return _json(404, {"error": {"message": path, "type": "not_found"}})
         tools = []
+        namespaces: dict[str, str] = {}  # a namespace's tool (Codex: an MCP server's) -> it
         for t in body.get("tools") or []:
             if isinstance(t, dict):
                 tools.append(t.get("name") or (t.get("function") or {}).get("name") or "")
-                tools += [n.get("name", "") for n in t.get("tools") or [] if isinstance(n, dict)]
-        text, tool, arguments = self._next(tools)
+                for inner in t.get("tools") or []:
+                    if isinstance(inner, dict) and inner.get("name"):
+                        tools.append(inner["name"])
+                        namespaces[inner["name"]] = str(t.get("name"))
+        text, tool, arguments = self._next(tools, body)
         n = len(self.requests)
         if tool:
             item: dict[str, Any] = {"type": "function_call", "id": f"fc_{n}",
                                     "call_id": f"call_{n}", "name": tool,
                                     "arguments": json.dumps(arguments), "status": "completed"}
+            if tool in namespaces:
+                item["namespace"] = namespaces[tool]
         else:
             item = {"type": "message", "id": f"msg_{n}", "role": "assistant",
                     "status": "completed",

@@ -45,25 +45,9 @@ from typing import Any
 from memdir.agents.settings_json import Number
 from memdir.core.errors import ConfigError
 
-__all__ = [
-    "HOOKS",
-    "MCP_ARGS",
-    "MCP_NAME",
-    "HookSpec",
-    "add_hooks",
-    "add_server",
-    "bad_shape",
-    "hook_action",
-    "hook_command",
-    "hook_current",
-    "hook_entry",
-    "hook_group",
-    "mcp_args",
-    "mcp_server",
-    "memdir_entries",
-    "remove_hooks",
-    "remove_server",
-]
+__all__ = ["HOOKS", "MCP_ARGS", "MCP_NAME", "HookSpec", "add_hooks", "add_server", "bad_shape",
+           "hook_action", "hook_command", "hook_current", "hook_entry", "hook_group",
+           "mcp_args", "mcp_server", "memdir_entries", "remove_hooks", "remove_server"]
 
 MCP_NAME = "memdir"
 MCP_ARGS = ("-m", "memdir", "mcp")
@@ -83,9 +67,8 @@ HOOKS = (
     HookSpec("UserPromptSubmit", "prompt", 10),
     HookSpec("Stop", "stop", 30),
     HookSpec("PreCompact", "pre-compact", 30),
-    # Within every host's cap: Codex clamps SessionEnd to 3 s (1 s by default), Claude Code
-    # gives all SessionEnd hooks together 1.5 s. The hook only hands the session to a
-    # background process (memdir.agents.hooks), which takes a fraction of that.
+    # Codex clamps SessionEnd to 3 s, Claude Code gives all of them 1.5 s: the hook only
+    # hands the session to a background process (memdir.agents.hooks).
     HookSpec("SessionEnd", "session-end", 1, earlier=(5,)),
 )
 
