@@ -12,16 +12,20 @@ transcript at hand and asks :func:`check`, which reads only text, no model:
   words too) and *strong* ones: identifiers (a token with a digit, ``_``, ``.``, ``/``,
   ``:``, or camelCase: ``staging-3``, ``warm.sh``, ``useQuery``; numbers of at least 3 digits
   that are no year) and the text of its code spans (```make release```); the parts of an
-  identifier are plain words as well. A term that another memory injected into the same session also
-  has is dropped (it tells them apart from nothing), and so is every term the user typed in
-  the transcript read (the agent echoing the prompt is no use of a memory);
+  identifier are plain words as well. A term that another memory injected into the same
+  session also has tells them apart from nothing alone (below), and every term the user
+  typed in the transcript read is dropped (the agent echoing the prompt is no use of a
+  memory);
 - the **evidence** is what the agent did on the main thread at or after the injection (a
   message without a time counts): its text and its tool calls (their whole input, the code
   it wrote included);
 - the memory is **used** when a strong term of it is in the evidence, or one of its code
   spans (its words whole: ``make release`` is not in "remake releases"), or two of its plain
   terms are, or one plain term is a command the agent ran (the first word of a shell
-  command: the memory said ``pnpm``, the agent ran ``pnpm install``).
+  command: the memory said ``pnpm``, the agent ran ``pnpm install``). A term it shares with
+  another injected memory never makes a use alone, but beside one distinctive plain term
+  it is the second match, for the one memory of those sharing it with the most of its own
+  terms there: of three memories on pnpm, "use pnpm, not npm" uses the one that says npm.
 
 Invariants:
 - A memory counts as used at most once per session: ``recall_surfaced.used`` is set in the
@@ -245,9 +249,21 @@ class _Evidence:
                          and words <= act.words and p in act.said)
 
     def draws_on(self, found: Terms) -> bool:
-        """Whether it draws on a memory with these (distinctive) terms."""
+        """Whether it draws on a memory with these distinctive terms."""
         return bool(found.strong & self.strong or found.phrases & self.said
                     or len(found.plain & self.plain) >= 2 or found.plain & self.ran)
+
+    def leans_on(self, found: Terms, shared: Terms) -> bool:
+        """One own plain term there, and one shared with another memory (a second match)."""
+        return len(found.plain & self.plain) == 1 and bool(
+            shared.strong & self.strong or shared.phrases & self.said
+            or shared.plain & self.plain or shared.plain & self.ran)
+
+    def weight(self, found: Terms) -> int:
+        """How much of a memory's own terms is there (an identifier, a code span, a program
+        run: two plain words)."""
+        return (2 * len(found.strong & self.strong) + 2 * len(found.phrases & self.said)
+                + 2 * len(found.plain & self.ran) + len(found.plain & self.plain))
 
 
 @dataclass(frozen=True)
@@ -302,10 +318,15 @@ def check(injected: Sequence[Injected[K]], transcript: Transcript,
         for term in {*found.strong, *found.plain, *found.phrases}:
             seen[term] = seen.get(term, 0) + 1
     common = frozenset(term for term, n in seen.items() if n > 1)
-    mine = [found - Terms(common, common, common) - typed for found in own]
+    everyone = Terms(common, common, common)
+    mine = [found - everyone - typed for found in own]
+    # Shared terms never make a use alone, and never hide one: beside a distinctive term
+    # they count ("pnpm" in three memories, "npm" in one: "use pnpm, not npm" uses it).
+    shared = [found - (found - everyone) - typed for found in own]
     times = [item.at for item in injected]
     stamps = [at for at in times if at is not None]
-    phrases = {p: frozenset(_RUN.findall(p)) for found in mine for p in found.phrases}
+    phrases = {p: frozenset(_RUN.findall(p)) for found in (*mine, *shared)
+               for p in found.phrases}
     acts, complete = _read(messages, min(stamps) if len(stamps) == len(times) else None,
                            budget, bool(phrases))
     # From the latest injection back to the earliest, the evidence of each is that of the
@@ -323,7 +344,15 @@ def check(injected: Sequence[Injected[K]], transcript: Transcript,
             evidence.add(timed.pop()[2])
         if evidence.draws_on(mine[i]):
             used.add(i)
+        elif evidence.leans_on(mine[i], shared[i]) and all(
+                evidence.weight(mine[j]) < evidence.weight(mine[i])
+                for j in range(len(own)) if j != i and _share(shared[i], shared[j])):
+            used.add(i)  # of the memories sharing its words, the one the agent followed
     return Uses(tuple(item.key for i, item in enumerate(injected) if i in used), complete)
+
+
+def _share(a: Terms, b: Terms) -> bool:
+    return bool(a.strong & b.strong or a.plain & b.plain or a.phrases & b.phrases)
 
 
 def record(index: Index, session_id: str, transcript: Transcript, at: datetime) -> int:
