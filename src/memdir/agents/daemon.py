@@ -4,7 +4,7 @@ Loading the model costs about 0.4 s, far too much for a hook that runs on every 
 daemon (``memdir daemon``) keeps it loaded and answers hook requests; a hook that finds no
 daemon recalls with FTS in its own process and starts one for next time (when the ``embed``
 extra is installed and ``MEMDIR_DAEMON`` is not ``0``). The daemon exits after
-``IDLE_SECONDS`` without a request.
+``IDLE_SECONDS`` (or ``$MEMDIR_DAEMON_IDLE``) without a request.
 
 The model loads in the background at start-up (requests answered meanwhile recall with FTS
 alone), and the background worker (:mod:`memdir.retrieval.vector_worker`) embeds the memories that
@@ -204,7 +204,9 @@ def start_daemon(home: Path) -> bool:
         return False  # it would refuse to bind there (warned)
     import subprocess
 
-    subprocess.Popen([sys.executable, "-m", "memdir", "daemon", "--home", str(home)],
+    idle = os.environ.get("MEMDIR_DAEMON_IDLE", "").strip()  # seconds; tests set it short
+    extra = ["--idle", idle] if idle.replace(".", "", 1).isdigit() else []
+    subprocess.Popen([sys.executable, "-m", "memdir", "daemon", "--home", str(home), *extra],
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                      stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
     return True
