@@ -101,6 +101,12 @@ def serve(home: str | None = None, project: str | None = None,
           sdk: Callable[..., None] | None = None) -> int:
     """Serve one client until it closes stdin (module docstring). ``stdin``, ``wire`` and
     ``sdk`` (how the SDK server is run) are for tests; by default the process's own."""
+    from memdir.core.extras import installed, missing
+
+    if not installed("mcp"):  # say so now, not after a handshake that promises tools
+        exc = missing("mcp", "memdir mcp")
+        print(f"error: {exc.message}\nhint: {exc.hint}", file=sys.stderr)
+        return exc.exit_code
     own = stdin is None or wire is None
     if stdin is None or wire is None:
         for signum in (signal.SIGINT, signal.SIGTERM):

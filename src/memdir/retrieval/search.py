@@ -241,7 +241,7 @@ def best_matches(conn: sqlite3.Connection, fts: str, dirs: Sequence[MemoryDir], 
                  limit: int, whole: bool = True) -> list[sqlite3.Row]:
     """The ``limit`` best BM25 matches of ``fts`` in ``dirs`` passing the filters, best first
     (ties by file name), each with ``rank``, the weighted BM25 (lower is better): whole rows
-    with their usage counters, or with ``whole=False`` only ``rowid``, ``dir``, ``file``,
+    with their usage counters, or with ``whole=False`` only ``dir``, ``file``, ``rowid``,
     ``id`` and ``body``.
 
     FTS5 ranks OVERFETCH × ``limit`` matches alone first; only when the filters (another
@@ -257,7 +257,7 @@ def best_matches(conn: sqlite3.Connection, fts: str, dirs: Sequence[MemoryDir], 
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
     ranked = (f"SELECT rowid, bm25(memories_fts, {weights}) AS rank FROM memories_fts "
               "WHERE memories_fts MATCH ? ORDER BY rank")
-    columns = f"m.*, {USAGE_COLUMNS}" if whole else "m.rowid, m.dir, m.file, m.id, m.body"
+    columns = f"m.*, {USAGE_COLUMNS}" if whole else "m.dir, m.file, m.rowid, m.id, m.body"
     usage = "LEFT JOIN usage u ON u.dir = m.dir AND u.id = m.id " if whole else ""
 
     def run(cap: str) -> list[sqlite3.Row]:

@@ -88,9 +88,9 @@ def _lexical(index: Index, query: str, dirs: Sequence[MemoryDir], *, types: Sequ
         return {}
     rows = best_matches(index.conn, fts, dirs, types=types, tags=tags,
                         include_archived=include_archived, limit=limit, whole=False)
-    own = None if dates else own_matches(index.conn, fts, [(row[0], row[1]) for row in rows])
-    return {(row[0], row[1]): -float(row[2]) for row in rows
-            if own is None or (row[0], row[1]) in own}
+    own = None if dates else own_matches(index.conn, fts, [(r["dir"], r["file"]) for r in rows])
+    return {(r["dir"], r["file"]): -float(r["rank"]) for r in rows
+            if own is None or (r["dir"], r["file"]) in own}
 
 
 def hybrid_search(index: Index, dirs: Sequence[MemoryDir], embedder: Embedder, query: str, *,
