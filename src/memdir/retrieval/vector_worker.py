@@ -30,6 +30,9 @@ Invariants:
   derived data, found missing again next time).
 - A failing target (an embedder that raises, an index that stays locked) is logged once per
   wake and dropped; the worker goes on with the others, and the next wake tries again.
+- Fork-safe: a fork waits until the worker is between two batches (or done loading the
+  model), so the child inherits no SQLite or model lock held; the child starts with no
+  worker and a fresh state (its own worker starts at its first wake).
 """
 
 from __future__ import annotations
@@ -98,7 +101,31 @@ class _State:
 
 
 _state = _State()
-os.register_at_fork(after_in_child=lambda: globals().update(_state=_State()))
+# Held by the worker while it is inside SQLite or the model (a batch, opening the index,
+# loading the model); a fork waits for it, so no child inherits one of their locks held
+# (a forked child hung for good in sqlite3.connect). Between batches the worker lets a
+# waiting fork through (_FORKING).
+_GATE = threading.RLock()
+_FORKING = threading.Event()
+
+
+def _before_fork() -> None:
+    _FORKING.set()
+    _GATE.acquire()
+
+
+def _after_fork_in_parent() -> None:
+    _GATE.release()
+    _FORKING.clear()
+
+
+def _after_fork_in_child() -> None:
+    # The child has none of the parent's threads: a fresh state, gate and event.
+    globals().update(_state=_State(), _GATE=threading.RLock(), _FORKING=threading.Event())
+
+
+os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                    after_in_child=_after_fork_in_child)
 
 
 # -- the model ---------------------------------------------------------------------------------
@@ -112,7 +139,8 @@ def model(*, wait: bool) -> Embedder | None:
         return state.model
     from memdir.retrieval.embed import load_embedder
 
-    loaded = load_embedder()  # once per process; callers meanwhile wait for the same load
+    with _GATE:  # no fork while the model loads (its runtime's locks)
+        loaded = load_embedder()  # once per process; callers meanwhile wait for this load
     with state.cond:
         state.model, state.model_known = loaded, True
     return loaded
@@ -201,7 +229,8 @@ def _work(state: _State) -> None:
                 state.current = key
             finished = True
             try:
-                finished = _fill(state, target, indexes)
+                with _GATE:
+                    finished = _fill(state, target, indexes)
             except Exception as exc:  # never the thread: log, drop the target, go on
                 warn("memdir: memory vectors not computed for %s: %s (search ranks those "
                      "memories by words; hint: `memdir reindex --embeddings` shows the error)",
@@ -237,6 +266,11 @@ def _fill(state: _State, target: Target, indexes: dict[str, Index]) -> bool:
 
     def proceed() -> bool:
         nonlocal stopped
+        if _FORKING.is_set():  # between two batches: let the fork through
+            _GATE.release()
+            while _FORKING.is_set():
+                time.sleep(0.001)
+            _GATE.acquire()
         stopped = not _quiet(state)
         return not stopped
 
