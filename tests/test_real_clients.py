@@ -59,7 +59,7 @@ def world(tmp_path: Path) -> Iterator[dict[str, Any]]:
     repo.mkdir()
     git("init", "-q", cwd=repo)
     env = {**os.environ, "HOME": str(home), "MEMDIR_HOME": str(home / ".memdir"),
-           "PATH": f"{CLIENTS}:{PYTHON_BIN}:/usr/local/bin:/usr/bin:/bin",
+           "PATH": os.pathsep.join([str(CLIENTS), PYTHON_BIN, os.environ.get("PATH", "")]),
            "MEMDIR_DAEMON": "0", "NO_COLOR": "1"}
     env.pop("CODEX_HOME", None)
     with Memdir(home / ".memdir", repo) as md:
