@@ -73,6 +73,7 @@ _SPEAKER = re.compile(r"\s*([^\n:]{1,60}?)\s+(?:said|says|wrote|asked)\s*:\s*", 
 _SENTENCES = re.compile(r"[^.!?\n]+[.!?]*")
 
 
+@lru_cache(maxsize=65536)
 def attribution(text: str) -> tuple[str, str] | None:
     """(who, what was said) of an attributed statement ("Kevin said: ..."), or None. What
     someone said at one moment is an event, not a standing claim about a subject."""
@@ -80,6 +81,7 @@ def attribution(text: str) -> tuple[str, str] | None:
     return (found.group(1).strip().lower(), text[found.end():]) if found else None
 
 
+@lru_cache(maxsize=65536)
 def asks(text: str) -> bool:
     """Whether every sentence of a text is a question: it claims nothing ("Did you sleep
     well?", "Do you drink it iced or hot?")."""
