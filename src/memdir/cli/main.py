@@ -11,19 +11,32 @@ session.
 
 from __future__ import annotations
 
-import argparse
 import atexit
 import contextlib
 import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
-from memdir.cli.parser import COMMON_FLAGS, COMMON_VALUED, build_parser
-from memdir.core.errors import MemdirError
+if TYPE_CHECKING:
+    import argparse
 
-__all__ = ["build_parser", "main", "run"]
+    from memdir.core.errors import MemdirError
+
+__all__ = ["COMMON_FLAGS", "COMMON_VALUED", "build_parser", "main", "run"]
+
+# The options every command takes, before or after its name (cli.parser adds them to each).
+COMMON_VALUED = ("--home", "--project")
+COMMON_FLAGS = ("--json",)
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The ``memdir`` argument parser (:func:`memdir.cli.parser.build_parser`, imported
+    only when a command needs argparse: hooks and the MCP server do not)."""
+    from memdir.cli.parser import build_parser as build
+
+    return build(only)
 
 
 def _past_common(given: list[str]) -> int:
@@ -108,6 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     from memdir.cli import commands
+    from memdir.core.errors import MemdirError
 
     if args.command != "mcp":  # the MCP server's stdout is its protocol
         from memdir.cli import terminal

@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 
 from memdir import __version__
 from memdir.cli import hooks_cli, serve_cli, team_cli
+from memdir.cli.main import COMMON_FLAGS, COMMON_VALUED
 
 __all__ = ["COMMON_FLAGS", "COMMON_VALUED", "build_parser"]
 
@@ -63,8 +64,6 @@ class _Parser(argparse.ArgumentParser):
 
 # The options every command takes (_common), which may also come before the command word
 # (memdir.cli.main): the ones that take a value, and the flags.
-COMMON_VALUED = ("--home", "--project")
-COMMON_FLAGS = ("--json",)
 
 
 def _common() -> _Parser:
