@@ -127,3 +127,32 @@ def test_a_prompt_quiet_exit(home: Path, repo: Path, how: object, after_sdk: boo
     finally:
         _, err = _finish(proc)
     assert b"Traceback" not in err
+
+
+def test_odd_messages_go_to_the_sdk_untouched(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Params that are not an object, and a catalog that cannot be read: the front answers
+    nothing it is unsure of and hands the stream over as it came."""
+    import io
+
+    from memdir.agents import mcp_stdio
+
+    handed: list[list[str]] = []
+
+    def sdk(home: object, project: object, stdin: Any, wire: Any) -> None:
+        lines = []
+        while line := stdin.readline():
+            lines.append(json.loads(line).get("id", "n"))
+        handed.append(lines)
+
+    messages = [INIT, INITIALIZED, {"jsonrpc": "2.0", "id": 2, "method": "tools/list",
+                                    "params": ["cursor"]},
+                {"jsonrpc": "2.0", "id": 3, "method": "ping"}]
+    raw = b"".join(json.dumps(m).encode() + b"\n" for m in messages)
+    wire = io.BytesIO()
+    assert mcp_stdio.serve(stdin=io.BytesIO(raw), wire=wire, sdk=sdk) == 0
+    assert [json.loads(x)["id"] for x in wire.getvalue().splitlines()] == [1]
+    assert handed == [[1, "n", 2, 3]]  # the replayed handshake, then the rest as it came
+    monkeypatch.setattr(mcp_stdio, "CATALOG", Path("/nonexistent/mcp_catalog.json"))
+    wire = io.BytesIO()
+    assert mcp_stdio.serve(stdin=io.BytesIO(raw), wire=wire, sdk=sdk) == 0
+    assert wire.getvalue() == b"" and handed[-1] == [1, "n", 2, 3]  # all of it the SDK's

@@ -114,7 +114,10 @@ def serve(home: str | None = None, project: str | None = None,
         stdin = sys.stdin.buffer
         wire = os.fdopen(os.dup(1), "wb")
         os.dup2(2, 1)  # stray output of anything loaded later goes to stderr
-    known = catalog()
+    try:
+        known: dict[str, Any] | None = catalog()
+    except (OSError, ValueError):  # a broken install: the SDK answers everything
+        known = None
     replay: list[str] = []
     init_id: object = None
     while True:
@@ -127,9 +130,14 @@ def serve(home: str | None = None, project: str | None = None,
         except ValueError:
             message = None
         method = message.get("method") if isinstance(message, dict) else None
+        params = message.get("params") if isinstance(message, dict) else None
+        if not isinstance(params, dict):
+            params = {} if params is None else None  # a list or a string: the SDK's to refuse
+        if known is None or params is None:
+            method = None
         if method == "initialize" and init_id is None and "id" in message:
-            params = message.get("params") or {}
-            asked = params.get("protocolVersion") if isinstance(params, dict) else None
+            assert known is not None and params is not None
+            asked = params.get("protocolVersion")
             result = dict(known["initialize"])
             result["protocolVersion"] = asked if asked in known["versions"] \
                 else known["versions"][-1]
@@ -139,7 +147,8 @@ def serve(home: str | None = None, project: str | None = None,
         elif method == "notifications/initialized" and init_id is not None:
             replay.append(line)
         elif method in ("tools/list", "ping") and init_id is not None and "id" in message \
-                and not (message.get("params") or {}).get("cursor"):
+                and params is not None and not params.get("cursor"):
+            assert known is not None
             _answer(wire, message["id"], known["tools"] if method == "tools/list" else {})
         else:  # anything else is the SDK's, this message included
             replay.append(line)
