@@ -22,17 +22,20 @@ its own file).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import selectors
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memdir.core.errors import CodexTrustError
+from memdir.agents.hooks_agents import hook_action
+from memdir.core.errors import CodexTrustError, ConfigError
 
 if TYPE_CHECKING:
     from memdir.core.model import Problem
@@ -131,15 +134,19 @@ class _AppServer:
         return message if isinstance(message, dict) else {}
 
 
-def _session(codex: str, cwd: Path) -> _AppServer:
+@contextlib.contextmanager
+def _session(cwd: Path, codex: str | None) -> Iterator[_AppServer]:
+    """An initialised ``codex app-server`` (``codex`` or :func:`codex_command`), closed after."""
+    codex = codex or codex_command()
+    if codex is None:
+        raise CodexTrustError("Codex is not on PATH", MANUAL)
     server = _AppServer(codex, cwd)
     try:
         server.ask("initialize", {"clientInfo": {"name": "memdir", "version": "1"}})
         server.notify("initialized", {})
-    except BaseException:
+        yield server
+    finally:
         server.close()
-        raise
-    return server
 
 
 def _listed(server: _AppServer, cwd: Path) -> list[CodexHook]:
@@ -147,9 +154,8 @@ def _listed(server: _AppServer, cwd: Path) -> list[CodexHook]:
     found = []
     for entry in (result or {}).get("data") or []:
         for hook in entry.get("hooks") or []:
-            command = str(hook.get("command") or "")
-            if " memdir hook " not in f" {command} " and "-m memdir hook " not in command:
-                continue
+            if hook_action({"type": "command", "command": hook.get("command")}) is None:
+                continue  # not memdir's (memdir.agents.hooks_agents says which are)
             found.append(CodexHook(str(hook.get("key")), str(hook.get("eventName")),
                                    str(hook.get("currentHash")),
                                    str(hook.get("trustStatus"))))
@@ -158,24 +164,14 @@ def _listed(server: _AppServer, cwd: Path) -> list[CodexHook]:
 
 def memdir_hooks(cwd: Path, codex: str | None = None) -> list[CodexHook]:
     """memdir's hooks as Codex sees them from ``cwd`` (user and project layers)."""
-    codex = codex or codex_command()
-    if codex is None:
-        raise CodexTrustError("Codex is not on PATH", MANUAL)
-    server = _session(codex, cwd)
-    try:
+    with _session(cwd, codex) as server:
         return _listed(server, cwd)
-    finally:
-        server.close()
 
 
 def trust(cwd: Path, codex: str | None = None) -> list[CodexHook]:
     """Trust memdir's hooks that Codex would skip; memdir's hooks afterwards (each
     :attr:`CodexHook.runs` unless Codex still refuses one)."""
-    codex = codex or codex_command()
-    if codex is None:
-        raise CodexTrustError("Codex is not on PATH", MANUAL)
-    server = _session(codex, cwd)
-    try:
+    with _session(cwd, codex) as server:
         hooks = _listed(server, cwd)
         wanted = {h.key: {"trusted_hash": h.current_hash} for h in hooks if not h.runs}
         if wanted:
@@ -185,8 +181,6 @@ def trust(cwd: Path, codex: str | None = None) -> list[CodexHook]:
                 "filePath": None, "expectedVersion": None, "reloadUserConfig": True})
             hooks = _listed(server, cwd)
         return hooks
-    finally:
-        server.close()
 
 
 def project_trusted(project: Path) -> bool:
@@ -195,10 +189,13 @@ def project_trusted(project: Path) -> bool:
     only then."""
     import tomllib
 
-    config = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex") / "config.toml"
-    try:
-        projects = tomllib.loads(config.read_text(encoding="utf-8")).get("projects") or {}
-    except (OSError, ValueError):
+    from memdir.agents.hooks_install import target
+    from memdir.agents.settings_files import read_text
+
+    try:  # the config.toml install writes to, read as install reads it (bounded, no FIFO)
+        text = read_text(target("codex", "user", project).mcp_file) or ""
+        projects = tomllib.loads(text).get("projects") or {}
+    except (ConfigError, ValueError):
         return False
     wanted = [project.resolve(), *project.resolve().parents]
     return any(isinstance(v, dict) and v.get("trust_level") == "trusted"
@@ -239,9 +236,8 @@ def doctor_problems(project: Path) -> list[Problem]:
     is on PATH to ask."""
     from memdir.core.model import Problem
 
-    files = {"user": Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex") / "hooks.json",
-             "project": project / ".codex" / "hooks.json"}
-    ours = {scope: path for scope, path in files.items() if _has_memdir_hooks(path)}
+    ours = {scope: path for scope in ("user", "project")
+            if (path := _installed_hooks(scope, project)) is not None}
     codex = codex_command()
     if not ours or codex is None:
         return []
@@ -262,8 +258,13 @@ def doctor_problems(project: Path) -> list[Problem]:
     return found
 
 
-def _has_memdir_hooks(path: Path) -> bool:
+def _installed_hooks(scope: str, project: Path) -> Path | None:
+    """The hooks file of ``scope`` when memdir has a hook in it (what ``memdir hooks
+    status`` reads); None when it has none or the file cannot be read."""
+    from memdir.agents.hooks_install import status
+
     try:
-        return "memdir hook " in path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return False
+        found = status("codex", scope, project=project, mcp=True)
+    except ConfigError:
+        return None  # unreadable: `memdir hooks status --agent codex` says why
+    return found.hooks_file if any(h.installed for h in found.hooks) else None

@@ -62,10 +62,6 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-# The options every command takes (_common), which may also come before the command word
-# (memdir.cli.main): the ones that take a value, and the flags.
-
-
 def _common() -> _Parser:
     common = _Parser(add_help=False)
     common.add_argument("--home", help="memdir home (default: $MEMDIR_HOME or the user data dir)")
