@@ -83,11 +83,16 @@ def test_a_slow_daemon_claims_nothing_the_hook_did_not_deliver(
     # The daemon now serves the request the hook gave up on, then this ping.
     assert ask(home, {"op": "ping"}, timeout=30) is not None
     assert _surfaced(home, "slow-1") == set()  # nothing claimed that nobody delivered
-    for _ in range(3):  # a busy machine can make the daemon miss 0.5 s again: no harm then
-        again = _hook(home, repo, "prompt", payload)
-        if DEPLOY in again.stdout:
-            break
-    assert DEPLOY in again.stdout, hooks_log(home)  # the warm daemon's pick, delivered this time
+    # Its meaning needs the model and the memories' vectors, which the daemon loads and fills
+    # in the background; a busy machine can also make it miss 0.5 s again: no harm then.
+    shown: list[str] = []
+
+    def delivered() -> bool:
+        shown.append(_hook(home, repo, "prompt", payload).stdout)
+        return DEPLOY in shown[-1]
+
+    assert wait_until(delivered, 60), hooks_log(home)  # the warm daemon's pick, delivered now
+    assert sum(DEPLOY in text for text in shown) == 1
     assert _hook(home, repo, "prompt", payload).stdout.count(DEPLOY) == 0  # once a session
 
 

@@ -223,27 +223,33 @@ def test_a_locked_index_holds_a_hook_no_longer_than_its_limit(
     assert "locked" in hooks_log(home) or "gave up" in hooks_log(home)
 
 
-def test_the_daemon_is_asked_about_the_hooks_own_project(
-        home: Path, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The daemon runs in whichever project started it: a request without a usable cwd must
-    # name the project the hook itself would use (its working directory), absolute.
-    from memdir.agents import daemon, hooks
+def test_the_daemon_answers_for_the_hooks_own_project(
+        home: Path, repo: Path, tmp_path: Path) -> None:
+    # The daemon runs in whichever project started it: for an event without a usable cwd it
+    # must use the directory the hook itself runs in (sent with the request), absolute.
+    from memdir import Memdir
+    from memdir.agents.daemon_hooks import answer, parse_head
 
-    asked: list[dict[str, object]] = []
+    opened: list[str] = []
 
-    def ask(home: Path, request: dict[str, object], timeout: float) -> dict[str, object]:
-        asked.append(request)
-        return {"ok": True, "text": "from the daemon"}
+    def store(project: str) -> Memdir:
+        opened.append(project)
+        return Memdir(home=home, project=project)
 
-    monkeypatch.setattr(daemon, "ask", ask)
-    monkeypatch.setenv("MEMDIR_HOME", str(home))
-    monkeypatch.chdir(repo)
     cwds: list[str | None] = [None, "", "relative/dir", str(tmp_path / "missing"), str(repo)]
-    for cwd in cwds:
-        payload = {"session_id": "s1", "prompt": "why do billing webhooks retry?",
+    for n, cwd in enumerate(cwds):
+        payload = {"session_id": f"s{n}", "prompt": "why do billing webhooks retry?",
                    **({} if cwd is None else {"cwd": cwd})}
-        assert hooks.run_hook("prompt", json.dumps(payload)) == 0
-    assert [r["project"] for r in asked] == [os.path.abspath(repo)] * len(cwds)
+        head = (f"HOOK prompt text 1e12 {str(home).encode().hex()} "
+                f"{str(repo).encode().hex()} 0").encode()
+        request = parse_head(head)
+        assert request is not None
+        reply = answer(request, json.dumps(payload).encode(), home, store, lambda h: h == str(home))
+        assert reply.startswith(b"OK ")
+    assert opened == [os.path.abspath(repo)] * len(cwds)
+    other = parse_head(f"HOOK prompt text 1e12 {b'/elsewhere'.hex()} {b'/'.hex()} 0".encode())
+    assert other is not None  # a daemon never answers for another home
+    assert answer(other, b"{}", home, store, lambda h: h == str(home)) == b"NO another home\n"
 
 
 def test_warnings_go_to_the_hook_log_not_to_the_agent(hook: Hook, home: Path,

@@ -6,9 +6,12 @@ and HTTP API are thin layers over it. The names below are the whole public API (
 them).
 """
 
-from typing import TYPE_CHECKING, Any
+from __future__ import annotations
 
+TYPE_CHECKING = False  # not typing's: `python -m memdir hook` must not import typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from memdir.agents.agent import (
         RecallPrefetch,
         build_memory_prompt_section,

@@ -34,6 +34,7 @@ from memdir.upkeep import ops as upkeep_ops
 from memdir.upkeep import transfers
 
 if TYPE_CHECKING:
+    from memdir.core.dir_watch import DirWatch
     from memdir.llm.client import LLM
     from memdir.retrieval.embed import Embedder
     from memdir.team.remote import ServerClient, ServerSettings
@@ -49,6 +50,7 @@ class Memdir:
     _data_version: int | None = None  # the index's PRAGMA data_version at the last search
     _server_memo: tuple[ServerSettings | None] | None = None  # memdir.team.ops.server
     _client_memo: ServerClient | None = None  # memdir.team.ops
+    _watch: DirWatch | None = None  # a long-lived process's: reconcile only after a change
 
     # capture: how memories come in besides store (memdir/capture/ops.py)
     index_session = capture_ops.index_session
@@ -118,8 +120,7 @@ class Memdir:
 
     @property
     def embedder(self) -> Embedder | None:
-        """The embedding model (loaded on first use, once per process), or None when
-        semantic search is off."""
+        """The embedding model (loaded once per process), or None when semantic search is off."""
         return vectors.embedder(self)
 
     @property
@@ -159,6 +160,9 @@ class Memdir:
         """Pick up files added, edited, renamed or deleted outside memdir. True if any."""
         team_ops.pull_if_due(self)  # the team server's mirror first (throttled; never raises)
         self.index.conn  # noqa: B018 -- opening it decides whether the home is read-only
+        if self._watch is not None and self._watch.quiet():  # nothing on disk changed since
+            self._last_sync = time.monotonic()
+            return False
         if self.index.read_only:
             from memdir.core.readonly import sync
 
@@ -226,11 +230,9 @@ class Memdir:
         if count < BULK:
             self._sync()
         # A batch does not reconcile first: its names come from the directory's listing and a
-        # duplicate's file is re-read before it is reinforced, so nothing it decides needs
-        # the index to be current, and the scan (one stat per file: 0.3-1 s at 100k) would
-        # cost more than the batch. Only a file edited outside memdir to hold one of the
-        # batch's bodies since the last command is missed as a duplicate; the next command
-        # indexes the edit.
+        # duplicate's file is re-read before it is reinforced, and the scan (0.3-1 s at 100k)
+        # would cost more than the batch. Only a file edited outside memdir to hold one of the
+        # batch's bodies since the last command is missed as a duplicate (indexed next time).
         out: list[Memory | None] = [None] * count
         for scope, pairs in drafts.items():
             stored = team_ops.write_new(self, scope, [m for _, m in pairs])
@@ -286,8 +288,7 @@ class Memdir:
                description: str | None = None, tags: Iterable[str] | None = None,
                paths: Iterable[str] | None = None, relevance: float | str | None = None,
                meta: Mapping[str, Any] | None = None, reinforce: bool = False) -> Memory:
-        """Change fields of a memory (id and file name stay). ``reinforce`` counts one more
-        explicit reinforcement, which also resets its decay."""
+        """Change fields (id and file stay); ``reinforce``: one more reinforcement, new decay."""
         from memdir.core.draft import revise
 
         stamp = self._clock()
@@ -335,11 +336,10 @@ class Memdir:
                touch: bool = True, sources: Sequence[str] = ("memories",),
                mode: str = "auto", dates: bool = True) -> list[Hit]:
         """Search ranked by score (:mod:`memdir.retrieval.scale`). ``mode``: "fts" (BM25),
-        "hybrid" (BM25 and embeddings fused; FTS alone when the extra is missing) or "auto"
-        (hybrid when semantic search is on). With "sessions" in ``sources``, indexed session
-        chunks too (``hit.session`` says where from). ``dates=False``: a memory's days as
-        words are no evidence on their own (what recall asks: a prompt saying "Friday" is not
-        about the memories written on a Friday)."""
+        "hybrid" (BM25 and embeddings fused; FTS alone without the extra) or "auto" (hybrid
+        when semantic search is on). With "sessions" in ``sources``, indexed session chunks
+        too (``hit.session`` says where from). ``dates=False``: a memory's days as words are
+        no evidence alone (recall: a prompt saying "Friday" is not about Friday's memories)."""
         limit = checked_limit(limit)
         query, tags = scrub(query), scrub_all(tags)
         unknown = set(sources) - {"memories", "sessions"}

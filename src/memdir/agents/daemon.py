@@ -11,20 +11,19 @@ alone), and the background worker (:mod:`memdir.retrieval.vector_worker`) embeds
 lack a vector: woken by each request's search, and every ``IDLE_CHECK`` seconds while nobody
 asks (files stored by hooks in other processes), yielding to requests.
 
-Protocol: one JSON object per line each way.
+Protocol, one request per connection: a hook event as ``HOOK ...`` (a line and the agent's
+JSON; :mod:`memdir.agents.hook_client`), answered with exactly what the hook prints
+(:mod:`memdir.agents.daemon_hooks`); or one JSON object per line each way:
 ``{"op": "ping"}`` -> ``{"ok": true, "pid": ..., "model": true once the model is loaded}``;
-``{"op": "candidates", "project": PATH, "prompt": TEXT, "session_id": ID, "limit": N}`` ->
-``{"ok": true, "method": ..., "limit": N, "session_bytes": N, "skipped": null or why,
-"candidates": [[dir, id], ...]}``, best first; errors -> ``{"ok": false, "error": message,
-"hint": hint}``. A request may name its ``"home"``: a daemon serving another one refuses it.
+errors -> ``{"ok": false, "error": message, "hint": hint}``. A request names its home: a
+daemon serving another one refuses it.
 
 Invariants:
 - One daemon per home: the socket is bound exclusively; a socket file nobody answers on is
   stale and is replaced.
-- The daemon selects and claims nothing: the hook claims what it injects
-  (:func:`memdir.retrieval.recall.deliver`), in the index's session state under the write lock. A
-  hook that stopped waiting (``DAEMON_WAIT``) and recalled by itself is not contradicted by
-  an answer the daemon computes later.
+- What a hook shows is claimed for the session by the process that shows it: the daemon
+  claims only before the request's deadline, after which the hook has given up and recalls
+  by itself (:mod:`memdir.agents.hook_events`).
 - Requests are served one at a time (each is a few milliseconds of SQLite and one small
   model call), so one ``Memdir`` per project is never used from two threads.
 - The socket is only reachable by the user (0600 in a 0700 directory).
@@ -50,7 +49,7 @@ if TYPE_CHECKING:
 
     from memdir.memdir import Memdir
 
-__all__ = ["IDLE_SECONDS", "ask", "serve", "socket_path", "start_daemon"]
+__all__ = ["IDLE_SECONDS", "ask", "listening", "serve", "socket_path", "start_daemon"]
 
 IDLE_SECONDS = 900.0
 IDLE_CHECK = 2.0  # seconds between looks for memories without a vector while nobody asks
@@ -61,17 +60,11 @@ def socket_path(home: Path) -> Path:
     """The daemon's socket for a home. Unix socket paths are short (about 100 bytes), so it
     lives in a private directory under the temp dir ($TMPDIR, else /tmp), named after the
     home directory's device and inode numbers: the same however the home is spelled, and
-    free to compute. A prompt hook asks this first, every time; hashing the path and
-    ``tempfile.gettempdir`` would import hashlib and tempfile, 10 ms. Inode numbers are
-    reused, so every request names its home and the daemon checks it (:func:`_handle`)."""
-    try:
-        st = os.stat(home)
-        name = f"{st.st_dev:x}-{st.st_ino:x}"
-    except OSError:
-        name = "no-home"  # nothing can serve a home that does not exist: never bound
-    root = next((v for v in (os.environ.get(k) for k in ("TMPDIR", "TEMP", "TMP")) if v),
-                "/tmp")
-    return Path(root) / f"memdir-{os.getuid()}" / f"{name}.sock"
+    free to compute in a hook (:func:`memdir.agents.hook_client.socket_file`). Inode numbers
+    are reused, so every request names its home and the daemon checks it."""
+    from memdir.agents.hook_client import socket_file
+
+    return Path(socket_file(str(home)))
 
 
 _warned: set[str] = set()  # one warning per directory and process, not one per call
@@ -154,8 +147,10 @@ def _peer_is_me(conn: socket.socket) -> bool:
 
 
 def _readline(conn: socket.socket, deadline: float) -> bytes:
+    """What ``conn`` sent up to its first line's end, or more (a ``HOOK`` line's payload may
+    follow in the same packet), or all it sent before closing."""
     data = b""
-    while not data.endswith(b"\n"):
+    while b"\n" not in data:
         left = deadline - time.monotonic()
         if left <= 0 or len(data) > _MAX_REQUEST:
             raise TimeoutError("no complete line in time")
@@ -167,15 +162,22 @@ def _readline(conn: socket.socket, deadline: float) -> bytes:
     return data
 
 
+def listening(home: Path) -> bool:
+    """Whether a daemon may listen for ``home``: its socket exists in a safe directory. An
+    unsafe directory is warned about (once per process), with the fix."""
+    path = socket_path(home)
+    return _private_dir(path.parent) and path.exists()
+
+
 def ask(home: Path, request: dict[str, Any], timeout: float = 2.0) -> dict[str, Any] | None:
     """The daemon's answer, or None when there is no daemon, it did not answer in time, or
     what listens is not safely ours (an unsafe socket directory, warned; a peer of another
     user): then the request, which holds the prompt, is never sent."""
-    path = socket_path(home)
-    if not _private_dir(path.parent) or not path.exists():
+    if not listening(home):
         return None
     import socket  # only when a daemon may be listening: ~5 ms
 
+    path = socket_path(home)
     request = {**request, "home": str(home)}  # the daemon checks it serves this very home
 
     deadline = time.monotonic() + timeout
@@ -193,12 +195,12 @@ def ask(home: Path, request: dict[str, Any], timeout: float = 2.0) -> dict[str, 
 
 
 def start_daemon(home: Path) -> bool:
-    """Start a daemon for ``home`` in the background, if it makes sense; True if started."""
+    """Start a daemon for ``home`` in the background, if it makes sense; True if started.
+    Without the ``embed`` extra it still pays: the hooks skip their start-up and recall by
+    words from an open index."""
     if os.environ.get("MEMDIR_DAEMON", "").strip().lower() in ("0", "off", "false", "no"):
         return False
-    from memdir.retrieval.embed import available
-
-    if not available() or ask(home, {"op": "ping"}, timeout=0.3) is not None:
+    if ask(home, {"op": "ping"}, timeout=0.3) is not None:
         return False
     if not _private_dir(socket_path(home).parent, make_parents=True):
         return False  # it would refuse to bind there (warned)
@@ -212,10 +214,7 @@ def start_daemon(home: Path) -> bool:
     return True
 
 
-def _handle(request: Any, home: Path, stores: dict[str, Memdir]) -> dict[str, Any]:
-    from memdir.core.errors import MemdirError
-    from memdir.memdir import Memdir
-
+def _handle(request: Any, home: Path) -> dict[str, Any]:
     if not isinstance(request, dict):
         return {"ok": False, "error": "the request is not a JSON object",
                 "hint": "send one JSON object per line"}
@@ -228,26 +227,44 @@ def _handle(request: Any, home: Path, stores: dict[str, Memdir]) -> dict[str, An
         from memdir.retrieval.vector_worker import model
 
         return {"ok": True, "pid": os.getpid(), "model": model(wait=False) is not None}
-    if request.get("op") != "candidates":
-        return {"ok": False, "error": f"unknown op {request.get('op')!r}",
-                "hint": "use ping or candidates"}
-    project = str(request.get("project") or "")
-    limit = request.get("limit") or 5
-    if not isinstance(limit, int):
-        return {"ok": False, "error": f"limit must be a number, not {limit!r}",
-                "hint": "send an integer limit from 1 to 5, or none"}
+    return {"ok": False, "error": f"unknown op {request.get('op')!r}",
+            "hint": "use ping, or HOOK for a hook event"}
+
+
+def _serve_one(conn: socket.socket, home: Path, store: Any) -> None:
+    """Read one request from ``conn`` and answer it (never raises for a bad client)."""
+    from memdir.agents import daemon_hooks
+
+    deadline = time.monotonic() + 5
     try:
-        md = stores.get(project)
-        if md is None:
-            md = stores[project] = Memdir(home=home, project=project or None, semantic=True)
-        chosen = md.recall_candidates(str(request.get("prompt") or ""),
-                                      str(request.get("session_id")),
-                                      limit=limit)
-    except MemdirError as exc:
-        return {"ok": False, "error": exc.message, "hint": exc.hint}
-    return {"ok": True, "method": chosen.method, "limit": chosen.limit,
-            "session_bytes": chosen.session_bytes, "skipped": chosen.skipped,
-            "candidates": [[str(m.path.parent), m.id] for m in chosen.memories if m.path]}
+        data = _readline(conn, deadline)
+    except (TimeoutError, OSError):
+        return
+    line, _, rest = data.partition(b"\n")
+    if line.startswith(b"HOOK "):
+        request = daemon_hooks.parse_head(line)
+        if request is None:
+            reply = b"NO bad request\n"
+        else:
+            try:
+                while len(rest) < request.size and time.monotonic() < deadline:
+                    conn.settimeout(max(0.01, deadline - time.monotonic()))
+                    chunk = conn.recv(min(1 << 20, request.size - len(rest)))
+                    if not chunk:
+                        break
+                    rest += chunk
+            except OSError:
+                return
+            reply = b"NO short\n" if len(rest) != request.size else daemon_hooks.answer(
+                request, rest, home, store, lambda other: _same_dir(other, home))
+    else:
+        try:
+            parsed = json.loads(line or b"null")
+        except ValueError:
+            parsed = None
+        reply = json.dumps(_handle(parsed, home)).encode() + b"\n"
+    with contextlib.suppress(OSError):
+        conn.sendall(reply)
 
 
 def _same_dir(a: str, b: Path) -> bool:
@@ -316,6 +333,9 @@ def serve(home: Path, idle: float = IDLE_SECONDS) -> int:
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     start_loading()  # in the background: the first requests recall with FTS meanwhile
     stores: dict[str, Memdir] = {}
+    from memdir.agents.daemon_hooks import stores_for
+
+    store = stores_for(home, stores)
     last = time.monotonic()
     try:
         while time.monotonic() - last < idle:
@@ -329,13 +349,7 @@ def serve(home: Path, idle: float = IDLE_SECONDS) -> int:
                 continue
             last = time.monotonic()
             with conn:
-                try:
-                    request = json.loads(_readline(conn, time.monotonic() + 5) or b"null")
-                except (ValueError, TimeoutError, OSError):
-                    request = None
-                answer = _handle(request, home, stores)
-                with contextlib.suppress(OSError):
-                    conn.sendall(json.dumps(answer).encode() + b"\n")
+                _serve_one(conn, home, store)
     finally:
         server.close()
         with contextlib.suppress(OSError):

@@ -7,9 +7,11 @@ Events (Claude Code's names in brackets; Codex sends the same shape):
   ...}}``. Its matcher covers startup, resume, clear and compact, so memory returns after a
   compaction. The memories it shows in full count as surfaced for the session id, so the
   session's prompts do not recall them again.
-- ``prompt`` [UserPromptSubmit]: per-prompt recall for the session id. The warm daemon (if
-  it answers within ``DAEMON_WAIT``) selects, the hook claims what it injects; else the hook
-  selects and claims by itself.
+- ``prompt`` [UserPromptSubmit]: per-prompt recall for the session id.
+- Both are answered by the warm daemon when one runs for the home (it computes and claims
+  the same text, with the model loaded and the index open: :mod:`memdir.agents.hook_client`);
+  else in the hook's own process, which then starts the daemon for the next hooks (unless
+  ``MEMDIR_DAEMON=0``).
 - ``stop`` [Stop] and ``pre-compact`` [PreCompact]: extraction from what is new in
   ``transcript_path`` (plus ``last_assistant_message`` when given), and the injected memories
   the agent drew on in it counted as used (:mod:`memdir.capture.uses`); nothing when
@@ -46,6 +48,8 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 
+from memdir.agents.hook_events import MAX_START_CHARS
+
 if TYPE_CHECKING:
     from memdir.memdir import Memdir
 
@@ -56,9 +60,6 @@ EVENTS = ("session-start", "prompt", "stop", "pre-compact", "session-end")
 # an agent waits on session-start and prompt, so those must be quick).
 LIMITS = {"session-start": 5.0, "prompt": 4.0, "stop": 20.0, "pre-compact": 20.0,
           "session-end": 1.0, "background": 120.0}
-MAX_START_CHARS = 10_000
-DAEMON_WAIT = 0.5  # seconds a prompt hook waits for the daemon before recalling by itself
-START_BUDGET_TOKENS = 800  # DESIGN §5: the session-start default
 
 
 class _TimeUpError(Exception):
@@ -71,12 +72,12 @@ def _home() -> Path:
     return resolve_home(None)
 
 
-def _log(event: str, message: str) -> None:
-    """Append one line to the hook log; never raises."""
+def _log(event: str, message: str, home: Path | None = None) -> None:
+    """Append one line to the hook log (of ``home``, else the one in use); never raises."""
     try:
         from memdir.core.safe_open import open_append, real_folder
 
-        home = _home()
+        home = home or _home()
         home.mkdir(parents=True, exist_ok=True)
         # Never through a symlinked logs/ or hooks.log: the line would land in another file.
         logs = real_folder(home, "logs", create=True) or home / "logs"
@@ -87,13 +88,15 @@ def _log(event: str, message: str) -> None:
         pass
 
 
-def _disabled() -> bool:
+def _disabled(home: Path | None = None) -> bool:
+    """``MEMDIR_DISABLE=1``, or ``[hooks] enabled = false`` in the config of ``home`` (else
+    of the home in use)."""
     if os.environ.get("MEMDIR_DISABLE", "").strip() not in ("", "0", "false", "no"):
         return True
     try:
         from memdir.core.config import read_toml
 
-        hooks = read_toml(_home() / "config.toml").get("hooks", {})
+        hooks = read_toml((home or _home()) / "config.toml").get("hooks", {})
     except Exception:
         return False
     return isinstance(hooks, dict) and hooks.get("enabled") is False
@@ -125,74 +128,49 @@ def _memdir(data: Mapping[str, Any]) -> Memdir:
     return Memdir(project=_project(data), semantic=False)
 
 
-def _output(text: str, fmt: str, event_name: str) -> str:
-    """Plain text, or Claude Code's JSON shape, within every host's limit (hook_output)."""
-    from memdir.agents.hook_output import fit
-
-    if fmt == "json" and text:
-        return json.dumps({"hookSpecificOutput": {"hookEventName": event_name,
-                                                  "additionalContext": fit(text)}})
-    return fit(text)
-
-
 def _session_start(data: Mapping[str, Any], fmt: str) -> str:
-    session = _text(data, "session_id")
-    with _memdir(data) as md:
-        context = md.context(budget_tokens=START_BUDGET_TOKENS, format="prompt")
-        text: str = context.text[:MAX_START_CHARS]
-        if session:  # shown in full here: the session's prompts need not recall them again
-            from memdir.core.neutralise import neutralise
-            from memdir.retrieval.recall import mark_surfaced
+    from memdir.agents.hook_events import output, start_text
 
-            shown = " ".join(text.split())  # bodies are shown inert: compare them so
-            mark_surfaced(md.index, session,
-                          [m for m in context.memories
-                           if " ".join(neutralise(m.body).split()) in shown], md._clock())
-    return _output(text, fmt, "SessionStart")
+    with _memdir(data) as md:
+        text = start_text(md, _text(data, "session_id")) or ""
+    _warm()  # the next hooks of the session find the daemon
+    return output("session-start", text, fmt)
 
 
 def _prompt(data: Mapping[str, Any], fmt: str) -> str:
+    from memdir.agents.hook_events import output, prompt_text
+
     prompt, session = _text(data, "prompt"), _text(data, "session_id")
     if not prompt or not session:
         return ""
+    with _memdir(data) as md:
+        text = prompt_text(md, prompt, session) or ""
+    _warm()
+    return output("prompt", text, fmt)
+
+
+def _warm() -> None:
+    """Start the warm daemon for the next hooks (unless ``MEMDIR_DAEMON=0``); this hook ran
+    in its own process because none answered (:mod:`memdir.agents.hook_client`)."""
+    if os.environ.get("MEMDIR_HOOK_BACKGROUND"):
+        return
     from memdir.agents import daemon
 
+    daemon.start_daemon(_home())
+
+
+def _by_daemon(event: str, raw: str, fmt: str, asked: bool) -> str | None:
+    """The warm daemon's answer to ``event`` for the home resolved the full way, unless the
+    start-up path (:func:`memdir.cli.main.main`) ``asked`` already; an unsafe socket
+    directory, which that path passes over in silence, is warned about here."""
+    from memdir.agents.daemon import listening
+    from memdir.agents.hook_client import ask_daemon
+
     home = _home()
-    request = {"op": "candidates", "project": _project(data), "prompt": prompt,
-               "session_id": session}
-    answer = daemon.ask(home, request, timeout=DAEMON_WAIT)
-    text = _deliver(home, session, answer) if answer is not None else None
-    if text is None:  # no daemon, too slow, or an answer of another shape: recall here
-        with _memdir(data) as md:
-            text = md.recall(prompt, session).text
-        daemon.start_daemon(home)  # warm for the next prompt (when the extra is installed)
-    return _output(text, fmt, "UserPromptSubmit")
-
-
-def _deliver(home: Path, session: str, answer: Mapping[str, Any]) -> str | None:
-    """The text of the daemon's candidates, claimed for the session by this process: the
-    daemon claims nothing, so only what this hook injects counts as surfaced. None when the
-    answer is not a usable one."""
-    from memdir.retrieval.recall import MAX_RECALL
-
-    places, limit = answer.get("candidates"), answer.get("limit")
-    if not answer.get("ok") or not isinstance(places, list) or not all(
-            isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
-            for p in places) or not isinstance(limit, int) or not 1 <= limit <= MAX_RECALL:
+    if not listening(home) or asked:  # none, or unsafe (warned: the hook log)
         return None
-    from memdir.core.index import Index
-    from memdir.core.model import now
-    from memdir.retrieval.recall import Candidates, deliver, lookup
-
-    skipped = answer.get("skipped")
-    index = Index(home / "index.sqlite")
-    try:
-        chosen = Candidates(session, tuple(lookup(index, [(d, i) for d, i in places])),
-                            str(answer.get("method") or "search"), limit,
-                            skipped=skipped if isinstance(skipped, str) else None)
-        return deliver(index, chosen, now()).text
-    finally:
-        index.close()
+    answer = ask_daemon(event, fmt, str(home), raw.encode("utf-8", "surrogateescape"))
+    return None if answer is None else answer.decode("utf-8", "replace").removesuffix("\n")
 
 
 def _extract(data: Mapping[str, Any]) -> None:
@@ -319,9 +297,10 @@ def _alarm(signum: int, frame: FrameType | None) -> None:
     raise _TimeUpError
 
 
-def run_hook(event: str, stdin: TextIO | str, fmt: str = "text") -> int:
+def run_hook(event: str, stdin: TextIO | str, fmt: str = "text", asked: bool = False) -> int:
     """Run one hook event on the agent's JSON (read from ``stdin`` within the time limit);
-    print the output; always return 0."""
+    print the output; always return 0. The warm daemon answers session-start and prompt
+    when it can (unless ``asked`` already); else this process computes them."""
     started = time.monotonic()
     if event not in EVENTS:
         _log(event, f"unknown hook event (known: {', '.join(EVENTS)})")
@@ -341,7 +320,9 @@ def run_hook(event: str, stdin: TextIO | str, fmt: str = "text") -> int:
     warnings_to(lambda message: _log(event, message))  # not stderr: the agent reads it
     try:
         raw = stdin if isinstance(stdin, str) else ("" if stdin.isatty() else stdin.read())
-        output = _dispatch(event, _payload(raw), fmt)
+        answer = None if event not in ("session-start", "prompt") else _by_daemon(
+            event, raw, fmt, asked)
+        output = answer if answer is not None else _dispatch(event, _payload(raw), fmt)
     except _TimeUpError:
         _log(event, f"gave up after {limit:.0f} s; the agent goes on without memdir")
         return 0
@@ -375,26 +356,21 @@ def run_hook(event: str, stdin: TextIO | str, fmt: str = "text") -> int:
     return 0
 
 
-def hook_main(argv: list[str]) -> int:
+def hook_main(argv: list[str], raw: bytes | None = None) -> int:
     """``memdir hook [--home DIR] [--format text|json] EVENT`` (options anywhere, also before
     ``hook``) without argparse: a hook must exit 0 even on arguments it does not understand,
     and start as fast as possible. ``--project DIR`` is taken and ignored (the agent's
-    ``cwd`` names the project); other options are ignored."""
+    ``cwd`` names the project); other options are ignored. ``raw``: the agent's JSON, when
+    the start-up path read it and asked the daemon already (:mod:`memdir.agents.hook_client`)."""
     try:
-        options: dict[str, str] = {}
-        words: list[str] = []
-        rest = list(argv)
-        while rest:
-            word = rest.pop(0)
-            name, eq, value = word.partition("=")
-            if name in ("--home", "--format", "--project"):
-                options[name] = value if eq else (rest.pop(0) if rest else "")
-            elif not word.startswith("-"):
-                words.append(word)
+        from memdir.agents.hook_client import hook_options
+
+        options, words = hook_options(argv)
         if options.get("--home"):
             os.environ["MEMDIR_HOME"] = options["--home"]
         fmt = "json" if options.get("--format") == "json" else "text"
-        return run_hook(words[0] if words else "", sys.stdin, fmt)
+        stdin = sys.stdin if raw is None else raw.decode("utf-8", "surrogateescape")
+        return run_hook(words[0] if words else "", stdin, fmt, asked=raw is not None)
     except BaseException as exc:  # the agent must never see memdir fail
         _log("hook", f"{exc.__class__.__name__}: {exc}")
         return 0

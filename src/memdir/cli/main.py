@@ -11,16 +11,16 @@ session.
 
 from __future__ import annotations
 
-import atexit
-import contextlib
-import json
 import os
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, NoReturn
 
+# Not typing's: importing typing (and json, contextlib) costs every hook process milliseconds
+# it does not need when the warm daemon answers it. Type checkers take any TYPE_CHECKING.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Sequence
+    from typing import NoReturn
 
     from memdir.core.errors import MemdirError
 
@@ -90,6 +90,8 @@ def _failed(args: argparse.Namespace, exc: MemdirError) -> int:
     """Show ``exc`` (one JSON error document with ``--json``); its exit status."""
     if getattr(args, "json", False):
         error = {"code": exc.code, "message": exc.message, "hint": exc.hint}
+        import json
+
         print(json.dumps({"error": error}), file=sys.stderr)
     else:
         print(f"error: {exc.message}\nhint: {exc.hint}", file=sys.stderr)
@@ -100,10 +102,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
     hook_args = _hook_args(given)
     if hook_args is not None and not {"-h", "--help"} & set(hook_args):
-        # agent hooks: no argparse, never a non-zero exit (argparse only answers --help)
+        # agent hooks: no argparse, never a non-zero exit (argparse only answers --help); the
+        # warm daemon answers before anything of memdir's is imported, when it can
+        from memdir.agents.hook_client import answer_hook
+
+        done, raw = answer_hook(hook_args)
+        if done:
+            return 0
         from memdir.agents.hooks import hook_main
 
-        return hook_main(hook_args)
+        return hook_main(hook_args, raw)
     mcp = _mcp_args(given)
     if mcp is not None:  # the MCP server: the handshake before anything heavy is imported
         from memdir.agents.mcp_stdio import serve
@@ -166,6 +174,9 @@ def run() -> NoReturn:
     if threading is not None and any(not t.daemon for t in threading.enumerate()
                                      if t is not threading.main_thread()):
         sys.exit(code)
+    import atexit
+    import contextlib
+
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         # A closed pipe (`memdir list | head`) or a closed stream: nothing left to flush to.

@@ -1,0 +1,221 @@
+"""Hooks answered by the warm daemon: the hook process imports nothing of memdir's core, the
+daemon reconciles only when the memory directories changed (inotify), a hand edit between two
+prompts shows in the next recall, and a late answer claims nothing. Real daemon processes,
+real sockets, real files and SQLite."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hook_support import hooks_log, wait_until
+from memdir import Memdir
+from memdir.agents.daemon import ask, socket_path
+from memdir.core.dir_watch import DirWatch
+
+LINUX = pytest.mark.skipif(sys.platform != "linux", reason="inotify is Linux's")
+
+
+def _env(home: Path) -> dict[str, str]:
+    return {**os.environ, "MEMDIR_HOME": str(home), "MEMDIR_DAEMON": "0"}
+
+
+def _hook(home: Path, repo: Path, event: str, payload: dict[str, object],
+          *python_options: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *python_options, "-m", "memdir", "hook", event],
+                          input=json.dumps(payload), capture_output=True, text=True, cwd=repo,
+                          timeout=60, env=_env(home))
+
+
+def _surfaced(home: Path, session: str) -> set[str]:
+    conn = sqlite3.connect(home / "index.sqlite")
+    try:
+        return {r[0] for r in conn.execute(
+            "SELECT id FROM recall_surfaced WHERE session_id = ?", (session,))}
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def daemon(home: Path, repo: Path) -> Iterator[subprocess.Popen[bytes]]:
+    with Memdir(home=home, project=repo) as md:
+        md.store("Billing webhooks retry five times with exponential backoff", type="fact")
+        md.store("Never force-push to the main branch", type="policy")
+    proc = subprocess.Popen([sys.executable, "-m", "memdir", "daemon", "--idle", "120"],
+                            env={**os.environ, "MEMDIR_HOME": str(home)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert wait_until(lambda: ask(home, {"op": "ping"}) is not None, 60), "no daemon"
+        yield proc
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_the_daemon_answers_the_hook_and_the_hook_imports_nothing_heavy(
+        home: Path, repo: Path, daemon: subprocess.Popen[bytes]) -> None:
+    payload = {"session_id": "w1", "cwd": str(repo), "prompt": "why do billing webhooks retry?"}
+    result = _hook(home, repo, "prompt", payload, "-X", "importtime")
+    assert result.returncode == 0
+    assert "Billing webhooks retry five times" in result.stdout
+    imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()}
+    assert "memdir.agents.hook_client" in imported  # it went the daemon's way ...
+    for heavy in ("memdir.core.index", "memdir.memdir", "json", "typing", "sqlite3"):
+        assert heavy not in imported, heavy  # ... and paid for nothing else
+    assert _surfaced(home, "w1")  # claimed for the session by the daemon that showed it
+    again = _hook(home, repo, "prompt", payload)
+    assert "Billing webhooks" not in again.stdout  # once a session
+    start = _hook(home, repo, "session-start", {"session_id": "w2", "cwd": str(repo)},
+                  "-X", "importtime")
+    assert "Never force-push" in start.stdout and "memdir.memdir" not in start.stderr
+    shown = _hook(home, repo, "session-start", {"session_id": "w3", "cwd": str(repo)})
+    assert shown.stdout == start.stdout  # the same context for every session
+    asked = _hook(home, repo, "prompt", {**payload, "session_id": "w2",
+                                         "prompt": "may I force-push to main?"})
+    assert "Never force-push" not in asked.stdout  # shown at session start already
+
+
+def test_json_format_and_a_disabled_home_through_the_daemon(
+        home: Path, repo: Path, daemon: subprocess.Popen[bytes]) -> None:
+    payload = {"session_id": "j1", "cwd": str(repo), "prompt": "why do billing webhooks retry?"}
+    result = subprocess.run([sys.executable, "-m", "memdir", "hook", "prompt", "--format",
+                             "json"], input=json.dumps(payload), capture_output=True,
+                            text=True, cwd=repo, timeout=60, env=_env(home))
+    shown = json.loads(result.stdout)["hookSpecificOutput"]
+    assert shown["hookEventName"] == "UserPromptSubmit"
+    assert "Billing webhooks retry" in shown["additionalContext"]
+    (home / "config.toml").write_text("[hooks]\nenabled = false\n")
+    off = _hook(home, repo, "prompt", {**payload, "session_id": "j2"})
+    assert off.returncode == 0 and off.stdout == ""
+
+
+@LINUX
+def test_a_hand_edit_between_two_prompts_is_in_the_next_recall(
+        home: Path, repo: Path, daemon: subprocess.Popen[bytes]) -> None:
+    with Memdir(home=home, project=repo) as md:
+        folder = md.directory("project").path
+        [memory] = [m for m in md.list() if "Billing" in m.body]
+    ask_about = {"cwd": str(repo), "prompt": "what does the staging canary check?"}
+    assert "canary" not in _hook(home, repo, "prompt", {**ask_about, "session_id": "e1"}).stdout
+    # A new file written by hand (as an editor or `git pull` would) ...
+    (folder / "fact_canary.md").write_text(
+        "---\nname: Staging canary\ndescription: what the canary checks\ntype: fact\n---\n"
+        "The staging canary checks the login flow and the checkout flow.\n", encoding="utf-8")
+    found = _hook(home, repo, "prompt", {**ask_about, "session_id": "e2"})
+    assert "checks the login flow" in found.stdout, hooks_log(home)
+    # ... and an edit in place (same inode, as `echo >>` or some editors write).
+    assert memory.path is not None
+    text = memory.path.read_text(encoding="utf-8")
+    with open(memory.path, "r+", encoding="utf-8") as fh:
+        fh.write(text.replace("five times", "seven times"))
+        fh.truncate()
+    edited = _hook(home, repo, "prompt", {"cwd": str(repo), "session_id": "e3",
+                                          "prompt": "why do billing webhooks retry?"})
+    assert "retry seven times" in edited.stdout
+
+
+def test_a_late_request_claims_nothing(home: Path, repo: Path,
+                                       daemon: subprocess.Popen[bytes]) -> None:
+    payload = json.dumps({"session_id": "late-1", "cwd": str(repo),
+                          "prompt": "why do billing webhooks retry?"}).encode()
+    head = (f"HOOK prompt text {time.monotonic() - 1!r} {str(home).encode().hex()} "
+            f"{str(repo).encode().hex()} {len(payload)}\n").encode()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.settimeout(30)
+        conn.connect(str(socket_path(home)))
+        conn.sendall(head + payload)
+        answer = conn.recv(1000)
+    assert answer == b"NO late\n"
+    assert _surfaced(home, "late-1") == set()
+    for bad in (b"HOOK prompt text x y z 1\n", b"HOOK nonsense\n", b"HOOK stop text 1 2 3 4\n"):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(30)
+            conn.connect(str(socket_path(home)))
+            conn.sendall(bad)
+            assert conn.recv(1000) == b"NO bad request\n"
+    assert ask(home, {"op": "ping"}) is not None  # still serving
+
+
+def test_a_hook_without_a_daemon_starts_one_for_the_next(home: Path, repo: Path) -> None:
+    with Memdir(home=home, project=repo) as md:
+        md.store("Billing webhooks retry five times with exponential backoff", type="fact")
+    env = {**_env(home), "MEMDIR_DAEMON": "", "MEMDIR_DAEMON_IDLE": "30"}
+    payload = {"session_id": "n1", "cwd": str(repo), "prompt": "why do billing webhooks retry?"}
+    first = subprocess.run([sys.executable, "-m", "memdir", "hook", "prompt"],
+                           input=json.dumps(payload), capture_output=True, text=True,
+                           cwd=repo, timeout=60, env=env)
+    assert "Billing webhooks retry" in first.stdout  # recalled in its own process
+    try:
+        assert wait_until(lambda: ask(home, {"op": "ping"}) is not None, 60), "none started"
+        second = subprocess.run([sys.executable, "-X", "importtime", "-m", "memdir", "hook",
+                                 "prompt"], input=json.dumps({**payload, "session_id": "n2"}),
+                                capture_output=True, text=True, cwd=repo, timeout=60, env=env)
+        assert "Billing webhooks retry" in second.stdout
+        assert "memdir.memdir" not in second.stderr  # the daemon answered it
+    finally:
+        answer = ask(home, {"op": "ping"})
+        if answer is not None:
+            os.kill(int(answer["pid"]), 15)
+            assert wait_until(lambda: not socket_path(home).exists(), 10)
+
+
+# -- the directory watch ---------------------------------------------------------------------
+
+
+@LINUX
+def test_the_watch_is_quiet_only_when_nothing_changed(tmp_path: Path) -> None:
+    folder = tmp_path / "memories"
+    folder.mkdir()
+    (folder / "a.md").write_text("one")
+    watch = DirWatch([folder, tmp_path / "later" / "team"])
+    assert watch.active
+    assert not watch.quiet()  # nothing reconciled under the watch yet
+    assert watch.quiet() and watch.quiet()
+    with open(folder / "a.md", "r+") as fh:  # in place, same size
+        fh.write("two")
+    assert not watch.quiet() and watch.quiet()
+    (folder / "b.md").write_text("new")
+    assert not watch.quiet() and watch.quiet()
+    os.rename(folder / "b.md", folder / "c.md")
+    assert not watch.quiet()
+    (folder / "c.md").unlink()
+    assert not watch.quiet() and watch.quiet()
+    # A directory that did not exist: its coming, then a file in it, are changes.
+    (tmp_path / "later" / "team").mkdir(parents=True)
+    assert not watch.quiet()
+    watch.quiet()
+    (tmp_path / "later" / "team" / "x.md").write_text("team memory")
+    assert not watch.quiet() and watch.quiet()
+    # The watched directory replaced: noticed, and the new one watched.
+    os.rename(folder, tmp_path / "old")
+    folder.mkdir()
+    assert not watch.quiet()
+    watch.quiet()
+    (folder / "d.md").write_text("after")
+    assert not watch.quiet()
+    watch.close()
+    assert not watch.active and not watch.quiet()
+
+
+@LINUX
+def test_a_store_with_a_watch_skips_the_reconcile_until_a_change(home: Path,
+                                                                 repo: Path) -> None:
+    with Memdir(home=home, project=repo, sync_interval=0) as md:
+        md.store("Deploys go out on Tuesdays", type="fact")
+        md._watch = DirWatch([md.directory("project").path])
+        assert not md.reconcile() and md._watch.quiet() is True
+        folder = md.directory("project").path
+        (folder / "fact_hand.md").write_text(
+            "---\nname: Hand\ndescription: by hand\ntype: fact\n---\nWritten by hand.\n")
+        assert md.reconcile()  # the new file is indexed ...
+        assert [h.memory.body for h in md.search("hand")] == ["Written by hand."]
+        assert not md.reconcile()  # ... and then there is nothing more to do
