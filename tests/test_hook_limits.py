@@ -47,7 +47,7 @@ def test_the_session_start_hook_stays_under_the_caps(home: Path, repo: Path) -> 
     with Memdir(home, repo) as md:
         md.store_many([{"content": f"Convention {n}: " + "always document the widget " * 30,
                         "type": "feedback"} for n in range(60)])
-    env = {"MEMDIR_HOME": str(home), "PATH": "/usr/bin:/bin"}
+    env = {"MEMDIR_HOME": str(home), "PATH": "/usr/bin:/bin", "MEMDIR_DAEMON": "0"}
     event = json.dumps({"session_id": "s1", "cwd": str(repo), "hook_event_name":
                         "SessionStart", "source": "startup"})
     for fmt in ("text", "json"):

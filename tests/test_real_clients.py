@@ -233,3 +233,41 @@ def test_the_claude_code_plugin_loaded_by_the_real_client(world: dict[str, Any])
     first = json.dumps(requests[0], ensure_ascii=False).replace("\\n", "\n").replace('\\"', '"')
     assert PNPM in _start_block(first) and ROTATION in first
     assert "memory_recall" in first
+
+
+def test_claude_code_http_hooks_reach_the_warm_daemon(world: dict[str, Any]) -> None:
+    claude = _client("claude")
+    # The warm daemon serves the HTTP hooks: allowed here (short-lived), stopped at the end.
+    world["env"].update(MEMDIR_DAEMON="", MEMDIR_DAEMON_IDLE="120")
+    memdir_home = world["home"] / ".memdir"
+    settings = world["home"] / ".claude" / "settings.json"
+    try:
+        with AnthropicServer([Turn("Use pnpm, never npm, in this repo.")]) as server:
+            assert isinstance(server, AnthropicServer)
+            _claude_env(world, server)
+            installed = _memdir(world, "hooks", "install", "--agent", "claude-code", "--http")
+            assert "HTTP hooks to the warm daemon" in installed
+            assert settings.stat().st_mode & 0o077 == 0  # the token: readable by the user only
+            hooks = json.loads(settings.read_text())["hooks"]
+            kinds = {event: groups[-1]["hooks"][0]["type"] for event, groups in hooks.items()}
+            assert kinds == {"SessionStart": "command", "UserPromptSubmit": "http",
+                             "Stop": "http", "PreCompact": "http", "SessionEnd": "http"}
+            token = json.loads((memdir_home / "daemon" / "http.json").read_text())["token"]
+            assert hooks["UserPromptSubmit"][-1]["hooks"][0]["headers"] == {
+                "Authorization": f"Bearer {token}"}
+            status = _memdir(world, "hooks", "status", "--agent", "claude-code")
+            assert "out of date" not in status and "missing" not in status
+            out = _run([str(claude), "-p", PROMPT], world)
+            assert "Use pnpm" in out
+            first = json.dumps(server.model_requests()[0], ensure_ascii=False)
+            first = first.replace("\\n", "\n").replace('\\"', '"')
+        assert PNPM in _start_block(first)  # the command hook's context
+        assert ROTATION not in _start_block(first) and ROTATION in first  # recall, over HTTP
+        # Stop (the use record) and SessionEnd (the index) went over HTTP too.
+        _after_session(world)
+    finally:
+        from memdir.agents.daemon import ask
+
+        answer = ask(memdir_home, {"op": "ping"})
+        if answer is not None:
+            os.kill(int(answer["pid"]), 15)

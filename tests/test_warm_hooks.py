@@ -219,3 +219,122 @@ def test_a_store_with_a_watch_skips_the_reconcile_until_a_change(home: Path,
         assert md.reconcile()  # the new file is indexed ...
         assert [h.memory.body for h in md.search("hand")] == ["Written by hand."]
         assert not md.reconcile()  # ... and then there is nothing more to do
+
+
+# -- Claude Code's HTTP hooks ----------------------------------------------------------------
+
+
+@pytest.fixture
+def web(home: Path, repo: Path) -> Iterator[tuple[int, str]]:
+    from memdir.agents.http_hooks import create
+
+    with Memdir(home=home, project=repo) as md:
+        md.store("Billing webhooks retry five times with exponential backoff", type="fact")
+    target = create(home)
+    assert create(home) == target  # the same port and token on every install
+    assert (home / "daemon" / "http.json").stat().st_mode & 0o077 == 0
+    proc = subprocess.Popen([sys.executable, "-m", "memdir", "daemon", "--idle", "120"],
+                            env={**os.environ, "MEMDIR_HOME": str(home)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert wait_until(lambda: ask(home, {"op": "ping"}) is not None, 60), "no daemon"
+        yield target.port, target.token
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def _post(port: int, path: str, body: bytes, headers: dict[str, str],
+          method: str = "POST") -> tuple[int, dict[str, object]]:
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request(method, path, body=body, headers=headers)
+        response = conn.getresponse()
+        return response.status, json.loads(response.read() or b"{}")
+    finally:
+        conn.close()
+
+
+def test_the_http_hook_recalls_and_refuses_what_claude_code_would_not_send(
+        home: Path, repo: Path, web: tuple[int, str]) -> None:
+    port, token = web
+    event = json.dumps({"session_id": "h1", "cwd": str(repo), "hook_event_name":
+                        "UserPromptSubmit", "prompt": "why do billing webhooks retry?"}).encode()
+    auth = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    status, answer = _post(port, "/memdir/hooks/prompt", event, auth)
+    assert status == 200
+    shown = answer["hookSpecificOutput"]
+    assert isinstance(shown, dict) and shown["hookEventName"] == "UserPromptSubmit"
+    assert "retry five times" in str(shown["additionalContext"])
+    assert _surfaced(home, "h1")
+    assert _post(port, "/memdir/hooks/prompt", event, auth) == (200, {})  # once a session
+    for headers, expected in (({}, 401), ({"Authorization": "Bearer " + "x" * len(token)}, 401),
+                              ({**auth, "Origin": "https://evil.example"}, 403),
+                              ({**auth, "Host": "evil.example:80"}, 403)):
+        status, answer = _post(port, "/memdir/hooks/prompt", event.replace(b"h1", b"h2"),
+                               headers)
+        assert status == expected and "error" in answer
+    assert _surfaced(home, "h2") == set()  # nothing recalled for a refused call
+    assert _post(port, "/memdir/hooks/nothing", event, auth)[0] == 404
+    assert _post(port, "/memdir/hooks/prompt", b"", auth, method="GET")[0] == 405
+    # A chunked body (no Content-Length) is read too.
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
+        other = event.replace(b"h1", b"h3")
+        conn.sendall(f"POST /memdir/hooks/prompt HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                     f"Authorization: Bearer {token}\r\nTransfer-Encoding: chunked\r\n\r\n"
+                     f"{len(other[:10]):x}\r\n".encode() + other[:10] + b"\r\n"
+                     + f"{len(other[10:]):x}\r\n".encode() + other[10:] + b"\r\n0\r\n\r\n")
+        reply = b""
+        while chunk := conn.recv(65536):
+            reply += chunk
+    assert reply.startswith(b"HTTP/1.1 200") and b"retry five times" in reply
+    # Stop goes to a background process, as the command hook does; the answer is at once.
+    stop = json.dumps({"session_id": "h1", "cwd": str(repo), "transcript_path": "",
+                       "stop_hook_active": False}).encode()
+    assert _post(port, "/memdir/hooks/stop", stop, auth) == (200, {})
+    assert ask(home, {"op": "ping"}) is not None  # still serving the unix socket too
+
+
+def test_http_hooks_are_claude_codes_and_user_scope_only(home: Path, repo: Path) -> None:
+    from memdir.agents.hooks_install import install
+    from memdir.core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="Codex runs command hooks only"):
+        install("codex", http=True, dry_run=True, mcp=False)
+    with pytest.raises(ConfigError, match="may be committed") as refused:
+        install("claude-code", "project", project=repo, http=True, dry_run=True, mcp=False)
+    assert "--scope user" in refused.value.hint
+    assert not (repo / ".claude").exists()  # nothing written
+
+
+def test_doctor_says_when_nothing_or_something_else_listens_for_the_http_hooks(
+        home: Path, repo: Path) -> None:
+    from memdir.agents.http_hooks import create, load
+
+    def doctor() -> tuple[int, list[dict[str, str]]]:
+        done = subprocess.run([sys.executable, "-m", "memdir", "doctor", "--json"], cwd=repo,
+                              capture_output=True, text=True, timeout=60, env=_env(home))
+        return done.returncode, [p for p in json.loads(done.stdout)
+                                 if p["kind"].startswith("http-hooks")]
+
+    with Memdir(home=home, project=repo) as md:
+        md.store("Deploys go out on Tuesdays", type="fact")
+    assert doctor() == (0, [])  # no HTTP hooks set up: nothing to say
+    target = create(home)
+    code, found = doctor()
+    assert code == 0 and [p["kind"] for p in found] == ["http-hooks"]  # a notice
+    assert "no action needed between sessions" in found[0]["message"]
+    squatter = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        squatter.bind(("127.0.0.1", target.port))
+        squatter.listen(1)
+        code, found = doctor()
+        assert code == 1 and [p["kind"] for p in found] == ["http-hooks-port"]
+        assert "install --agent claude-code --http" in found[0]["hint"]
+        moved = create(home)  # what that install does: a free port, a new token
+        assert moved.port != target.port and moved.token != target.token
+        assert load(home) == moved
+    finally:
+        squatter.close()

@@ -313,6 +313,26 @@ def _bind(path: Path) -> socket.socket | None:
     return server
 
 
+def _bind_tcp(home: Path, port: int) -> socket.socket | None:
+    """The loopback listener of Claude Code's HTTP hooks; None (logged, with the fix) when
+    the port is taken."""
+    import socket
+
+    web = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        web.bind(("127.0.0.1", port))
+    except OSError as exc:
+        web.close()
+        from memdir.agents.hooks import _log
+
+        _log("daemon", f"Claude Code's HTTP hooks cannot reach memdir: 127.0.0.1:{port} is "
+                       f"taken ({exc.strerror or exc}); run `memdir hooks install --agent "
+                       "claude-code --http` again to move to a free port", home)
+        return None
+    web.listen(16)
+    return web
+
+
 def serve(home: Path, idle: float = IDLE_SECONDS) -> int:
     """Serve until ``idle`` seconds pass without a request. 0 when done (or another daemon
     already serves this home); 1 when the socket's directory is unsafe (warned)."""
@@ -333,25 +353,45 @@ def serve(home: Path, idle: float = IDLE_SECONDS) -> int:
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     start_loading()  # in the background: the first requests recall with FTS meanwhile
     stores: dict[str, Memdir] = {}
-    from memdir.agents.daemon_hooks import stores_for
+    from memdir.agents import daemon_hooks, http_hooks
 
-    store = stores_for(home, stores)
+    store = daemon_hooks.stores_for(home, stores)
+    target = http_hooks.load(home)
+    web = _bind_tcp(home, target.port) if target is not None else None
+    if web is not None and idle == IDLE_SECONDS:  # Claude Code's HTTP hooks rely on it
+        idle = http_hooks.HTTP_IDLE_SECONDS
+    import selectors
+
+    listening = selectors.DefaultSelector()
+    for sock in (server, web):
+        if sock is not None:
+            listening.register(sock, selectors.EVENT_READ)
     last = time.monotonic()
     try:
         while time.monotonic() - last < idle:
             wait = max(0.05, idle - (time.monotonic() - last))
-            server.settimeout(min(wait, IDLE_CHECK) if stores else wait)
-            try:
-                conn, _ = server.accept()
-            except TimeoutError:
+            ready = listening.select(min(wait, IDLE_CHECK) if stores else wait)
+            if not ready:
                 for md in stores.values():
                     _look(md)
                 continue
-            last = time.monotonic()
-            with conn:
-                _serve_one(conn, home, store)
+            for key, _ in ready:
+                try:
+                    conn, _ = key.fileobj.accept()  # type: ignore[union-attr]
+                except OSError:
+                    continue
+                last = time.monotonic()
+                with conn:
+                    if key.fileobj is web and target is not None:
+                        http_hooks.serve_one(conn, target, lambda action, body: (
+                            daemon_hooks.http_answer(action, body, home, store)))
+                    else:
+                        _serve_one(conn, home, store)
     finally:
+        listening.close()
         server.close()
+        if web is not None:
+            web.close()
         with contextlib.suppress(OSError):
             path.unlink()
         for md in stores.values():

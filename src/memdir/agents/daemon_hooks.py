@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from memdir.memdir import Memdir
 
-__all__ = ["Request", "answer", "parse_head"]
+__all__ = ["Request", "answer", "http_answer", "parse_head", "stores_for"]
 
 MAX_PAYLOAD = 16 << 20  # an agent's event is a few KB; a prompt may be long, never this long
 
@@ -101,6 +101,41 @@ def answer(request: Request, payload: bytes, home: Path,
     shown = output(request.event, text, request.fmt)
     body = f"{shown}\n".encode("utf-8", "surrogateescape") if shown else b""
     return b"OK %d\n" % len(body) + body
+
+
+def http_answer(action: str, body: bytes, home: Path, store: Callable[[str], Memdir]) -> dict[
+        str, object]:
+    """The JSON document for one of Claude Code's HTTP hooks (:mod:`memdir.agents.http_hooks`):
+    recall for ``prompt``; for the others, the work handed to a background process as the
+    command hooks do, and an empty answer at once."""
+    from memdir.agents import hooks
+    from memdir.agents.hook_events import EVENT_NAMES, prompt_text
+    from memdir.agents.hook_output import fit
+
+    try:
+        data = json.loads(body.decode("utf-8", "surrogateescape")) if body.strip() else {}
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        hooks._log(action, "http: the hook input is not a JSON object", home)
+        return {}
+    if hooks._disabled(home):
+        return {}
+    if action != "prompt":
+        if data.get("stop_hook_active") is not True:
+            hooks._detach(action, data)  # extraction and session-end: never on the agent's time
+        return {}
+    cwd = _text(data, "cwd")
+    project = os.path.abspath(cwd) if cwd and os.path.isdir(cwd) else str(home)
+    try:
+        text = prompt_text(store(project), _text(data, "prompt"), _text(data, "session_id"))
+    except Exception as exc:  # the agent goes on without recall; the log says why
+        hooks._log(action, f"http: {exc.__class__.__name__}: {exc}", home)
+        return {}
+    if not text:
+        return {}
+    return {"hookSpecificOutput": {"hookEventName": EVENT_NAMES["prompt"],
+                                   "additionalContext": fit(text)}}
 
 
 def stores_for(home: Path, stores: MutableMapping[str, Memdir]) -> Callable[[str], Memdir]:

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memdir.agents.http_hooks import HttpTarget, url_action
 from memdir.agents.settings_json import Number
 from memdir.core.errors import ConfigError
 
@@ -89,14 +90,22 @@ def hook_command(action: str, python: str, home: str | None = None) -> str:
     return command if home is None else f"{command} --home {_quote(home)}"
 
 
-def hook_entry(spec: HookSpec, python: str, home: str | None = None) -> dict[str, object]:
+def hook_entry(spec: HookSpec, python: str, home: str | None = None,
+               http: HttpTarget | None = None) -> dict[str, object]:
+    """memdir's entry for an event: a command, or an HTTP POST (:mod:`.http_hooks`)."""
+    from memdir.agents.http_hooks import ACTIONS
+
+    if http is not None and spec.action in ACTIONS:
+        return {"type": "http", "url": http.url(spec.action), "headers": http.headers(),
+                "timeout": spec.timeout}
     return {"type": "command", "command": hook_command(spec.action, python, home),
             "timeout": spec.timeout}
 
 
-def hook_group(spec: HookSpec, python: str, home: str | None = None) -> dict[str, object]:
+def hook_group(spec: HookSpec, python: str, home: str | None = None,
+               http: HttpTarget | None = None) -> dict[str, object]:
     group: dict[str, object] = {} if spec.matcher is None else {"matcher": spec.matcher}
-    group["hooks"] = [hook_entry(spec, python, home)]
+    group["hooks"] = [hook_entry(spec, python, home, http)]
     return group
 
 
@@ -185,7 +194,10 @@ def _parsed(entry: object) -> tuple[str, bool, str | None] | None:
 
 
 def hook_action(entry: object) -> str | None:
-    """The memdir action a hook entry runs, or None when the entry is not memdir's."""
+    """The memdir action a hook entry runs (a command, or an HTTP hook to memdir's daemon),
+    or None when the entry is not memdir's."""
+    if isinstance(entry, dict) and entry.get("type") == "http":
+        return url_action(entry.get("url"))
     parsed = _parsed(entry)
     return parsed[0] if parsed else None
 
@@ -257,7 +269,8 @@ def _users_timeout(entry: dict[str, Any], spec: HookSpec) -> Any:
 
 
 def _add_hook(groups: list[Any], spec: HookSpec, python: str, kept: list[str],
-              timeouts: list[str], home: str | None = None) -> str | None:
+              timeouts: list[str], home: str | None = None,
+              http: HttpTarget | None = None) -> str | None:
     """Put memdir's hook for one event in its list of matcher groups; what changed, if
     anything. Customised memdir entries stay as they are (listed in ``kept``); the user's
     timeout of a plain one is kept (listed in ``timeouts``)."""
@@ -268,7 +281,7 @@ def _add_hook(groups: list[Any], spec: HookSpec, python: str, kept: list[str],
     if not plain:
         if custom:
             return None
-        groups.append(hook_group(spec, python, home))
+        groups.append(hook_group(spec, python, home, http))
         return f"added {spec.event} hook"
     was = copy.deepcopy(groups)
     for gi, hi in reversed(plain[1:]):
@@ -276,26 +289,27 @@ def _add_hook(groups: list[Any], spec: HookSpec, python: str, kept: list[str],
         if not groups[gi]["hooks"]:
             del groups[gi]
     gi, hi = plain[0]
-    entry = hook_entry(spec, python, home)
+    entry = hook_entry(spec, python, home, http)
     timeout = _users_timeout(groups[gi]["hooks"][hi], spec)
     if timeout is not None:
         entry["timeout"] = timeout
         text = timeout.text if isinstance(timeout, Number) else timeout
         timeouts.append(f"{spec.event}: {text} s (memdir's default: {spec.timeout} s)")
     if len(groups[gi]["hooks"]) == 1:
-        groups[gi] = hook_group(spec, python, home)
+        groups[gi] = hook_group(spec, python, home, http)
     groups[gi]["hooks"][hi] = entry
     return f"updated {spec.event} hook" if groups != was else None
 
 
 def hook_current(groups: list[Any], spec: HookSpec, python: str,
-                 home: str | None = None) -> bool:
+                 home: str | None = None, http: HttpTarget | None = None) -> bool:
     """True if install would leave this event's list as it is."""
-    return _add_hook(copy.deepcopy(groups), spec, python, [], [], home) is None
+    return _add_hook(copy.deepcopy(groups), spec, python, [], [], home, http) is None
 
 
 def add_hooks(data: dict[str, Any], python: str, path: Path, kept: list[str] | None = None,
-              timeouts: list[str] | None = None, home: str | None = None) -> list[str]:
+              timeouts: list[str] | None = None, home: str | None = None,
+              http: HttpTarget | None = None) -> list[str]:
     """Put memdir's hook for each event in ``data`` (a settings object), changed in place.
 
     An event without a memdir entry gets a matcher group of its own at the end of its list; a
@@ -313,7 +327,7 @@ def add_hooks(data: dict[str, Any], python: str, path: Path, kept: list[str] | N
             raise bad_shape(path, f'"hooks.{spec.event}" is not a list',
                              f'make "hooks.{spec.event}" a list of matcher groups')
         change = _add_hook(groups, spec, python, [] if kept is None else kept,
-                           [] if timeouts is None else timeouts, home)
+                           [] if timeouts is None else timeouts, home, http)
         if change:
             changes.append(change)
     return changes

@@ -37,6 +37,7 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from dataclasses import dataclass
@@ -55,6 +56,7 @@ from memdir.agents.hooks_agents import (
     remove_hooks,
     remove_server,
 )
+from memdir.agents.http_hooks import HttpTarget
 from memdir.agents.settings_files import (
     BACKUP_SUFFIX,
     EXISTED_SUFFIX,
@@ -200,7 +202,7 @@ def carried_home(given: str | os.PathLike[str] | None) -> Path | None:
 
 def _edits(t: Target, python: str | None, customised: list[str],
            timeouts: list[str] | None = None, home: str | None = None,
-           mcp_ok: bool = True) -> list[tuple[Path, Edit]]:
+           mcp_ok: bool = True, http: HttpTarget | None = None) -> list[tuple[Path, Edit]]:
     """The edits that install (``python`` given) or uninstall memdir for one target; the
     customised memdir hooks they leave (install) or remove (uninstall) go to
     ``customised``, the user's timeouts install keeps to ``timeouts``. ``mcp_ok`` False:
@@ -208,7 +210,7 @@ def _edits(t: Target, python: str | None, customised: list[str],
     hooks, mcp = t.hooks_file, t.mcp_file
     if python:
         hooks_edit = json_edit(hooks, lambda d, _b: add_hooks(d, python, hooks, customised,
-                                                              timeouts, home))
+                                                              timeouts, home, http))
         mcp_edit = json_edit(mcp, lambda d, _b: add_server(d, python, mcp, home))
     else:
         hooks_edit = json_edit(hooks, lambda d, b: remove_hooks(d, b, hooks, customised))
@@ -266,23 +268,74 @@ def _notes(t: Target, python: str, customised: list[str],
     return tuple(notes)
 
 
+def _http(t: Target, home: str | None) -> HttpTarget:
+    """The port and token of Claude Code's HTTP hooks (:mod:`memdir.agents.http_hooks`), for
+    the user's own settings only."""
+    if t.agent != "claude-code":
+        raise ConfigError("Codex runs command hooks only, not HTTP hooks",
+                          "leave out --http for codex: its hooks ask the warm daemon anyway")
+    if t.scope != "user":
+        raise ConfigError("HTTP hooks carry a secret token, and a project's settings file may "
+                          "be committed", "install them with --scope user "
+                          "(~/.claude/settings.json, kept readable by you alone)")
+    from memdir.agents.http_hooks import create
+    from memdir.core.config import resolve_home
+
+    return create(resolve_home(home))
+
+
+def _restart_daemon(home: str | None) -> str:
+    """Stop the warm daemon of ``home`` (it listens on the port it read at start) and start
+    one that serves the HTTP hooks; what the notes say about it."""
+    from memdir.agents.daemon import ask, start_daemon
+    from memdir.core.config import resolve_home
+
+    where = resolve_home(home)
+    running = ask(where, {"op": "ping"}, timeout=1.0)
+    if running and isinstance(running.get("pid"), int):
+        import signal
+        import time
+
+        with contextlib.suppress(OSError):
+            os.kill(running["pid"], signal.SIGTERM)
+        deadline = time.monotonic() + 5
+        while ask(where, {"op": "ping"}, timeout=0.3) is not None and time.monotonic() < deadline:
+            time.sleep(0.05)
+    if start_daemon(where):
+        return "started the warm daemon that serves them"
+    return ("the warm daemon is not running (MEMDIR_DAEMON=0?): until one is, prompts go "
+            "without recall; the next session start starts it")
+
+
 def install(agent: str, scope: str = "user", *, project: Path | None = None,
             python: str | None = None, dry_run: bool = False,
             home: str | os.PathLike[str] | None = None, mcp: bool | None = None,
-            trust: bool = True) -> Report:
+            trust: bool = True, http: bool = False) -> Report:
     """Add memdir's hooks and MCP server to ``agent``'s settings (idempotent). ``home``: the
     memdir home the installed commands name (None: the one they find by themselves; see
     :func:`carried_home`). ``mcp``: whether the mcp extra is there (None: ask ``python``);
     without it, no MCP server is registered. ``trust`` (Codex): ask Codex to trust the hooks
-    (:mod:`memdir.agents.codex_trust`); False: the notes say how the user does it."""
+    (:mod:`memdir.agents.codex_trust`); False: the notes say how the user does it. ``http``
+    (Claude Code, user scope): UserPromptSubmit, Stop, PreCompact and SessionEnd as HTTP hooks
+    to the warm daemon (:mod:`memdir.agents.http_hooks`); else all are command hooks."""
     python = python or sys.executable
     where = None if home is None else str(Path(home).expanduser().resolve())
     mcp_ok = extras.installed("mcp", python) if mcp is None else mcp
     t = _target(agent, scope, project)
+    web = _http(t, where) if http else None
     customised: list[str] = []
     timeouts: list[str] = []
-    files = apply(_edits(t, python, customised, timeouts, where, mcp_ok), dry_run)
+    files = apply(_edits(t, python, customised, timeouts, where, mcp_ok, web), dry_run)
     notes = _notes(t, python, customised, timeouts, where, mcp_ok)
+    if web is not None:
+        notes += (f"UserPromptSubmit, Stop, PreCompact and SessionEnd are HTTP hooks to the warm "
+                  f"daemon on 127.0.0.1:{web.port}, with a token that {t.hooks_file} (now "
+                  "readable by you alone) and the home's daemon/http.json hold; SessionStart "
+                  "stays a command and starts the daemon",)
+        if not dry_run:
+            with contextlib.suppress(OSError):
+                os.chmod(t.hooks_file, 0o600)
+            notes += (_restart_daemon(where),)
     if agent == "codex" and not dry_run:
         from memdir.agents.codex_trust import install_notes
 
@@ -306,6 +359,19 @@ def uninstall(agent: str, scope: str = "user", *, project: Path | None = None,
     return Report("uninstall", agent, scope, dry_run, files, notes)
 
 
+def _http_installed(hooks: dict[str, Any], home: str | None) -> HttpTarget | None:
+    """The HTTP hooks' target when memdir's entries include HTTP ones (install --http):
+    what counts as current then; None for command hooks."""
+    entries = [e for groups in hooks.values() if isinstance(groups, list)
+               for e in memdir_entries(groups)]
+    if not any(e.get("type") == "http" for e in entries):
+        return None
+    from memdir.agents.http_hooks import load
+    from memdir.core.config import resolve_home
+
+    return load(resolve_home(home)) or HttpTarget(0, "")  # none on record: out of date
+
+
 def status(agent: str, scope: str = "user", *, project: Path | None = None,
            python: str | None = None, home: str | os.PathLike[str] | None = None,
            mcp: bool | None = None) -> Status:
@@ -319,13 +385,14 @@ def status(agent: str, scope: str = "user", *, project: Path | None = None,
         raise ConfigError(f'{t.hooks_file}: "hooks" is not a JSON object',
                           f'fix "hooks" in {t.hooks_file}: it maps event names to lists')
     states = []
+    web = _http_installed(hooks, where)
     for spec in HOOKS:
         groups = hooks.get(spec.event)
         groups = groups if isinstance(groups, list) else []
         found = memdir_entries(groups)
-        command = found[0].get("command") if found else None
+        command = (found[0].get("command") or found[0].get("url")) if found else None
         states.append(HookState(spec.event, spec.action, bool(found),
-                                bool(found) and hook_current(groups, spec, python, where),
+                                bool(found) and hook_current(groups, spec, python, where, web),
                                 command))
     server = _server(t)
     current = (server is not None and server.get("command") == python

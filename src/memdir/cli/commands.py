@@ -176,10 +176,12 @@ def cmd_reindex(md: Memdir, args: argparse.Namespace) -> None:
 
 
 def cmd_doctor(md: Memdir, args: argparse.Namespace) -> int:
+    from memdir.agents import http_hooks
     from memdir.agents.codex_trust import doctor_problems
     from memdir.upkeep.report import NOTICES
 
-    found = md.doctor() + doctor_problems(md.roots.worktree)
+    found = (md.doctor() + doctor_problems(md.roots.worktree)
+             + http_hooks.doctor_problems(md.home))
     _emit(args, [p.to_dict() for p in found], render.problems(found, NOTICES))
     return 1 if any(p.kind not in NOTICES for p in found) else 0
 
@@ -371,7 +373,9 @@ def run(args: argparse.Namespace) -> int:
         from memdir.agents.daemon import serve as serve_daemon
         from memdir.core.config import resolve_home
 
-        return serve_daemon(resolve_home(args.home), idle=args.idle)
+        home = resolve_home(args.home)
+        os.environ["MEMDIR_HOME"] = str(home)  # what the hook work it hands on resolves
+        return serve_daemon(home, idle=args.idle)
     if getattr(args, "database", None) and args.command in ("export", "import"):
         from memdir.team.postgres import PostgresStore  # psycopg: only when a database is named
 

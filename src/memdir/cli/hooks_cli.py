@@ -79,6 +79,10 @@ def add_parser(sub: argparse._SubParsersAction[Any], common: argparse.ArgumentPa
             p.add_argument("--no-trust", action="store_true",
                            help="Codex: do not ask Codex to trust memdir's hooks (it skips "
                                 "them until you trust them with /hooks)")
+            p.add_argument("--http", action="store_true",
+                           help="Claude Code, user scope: prompt, stop, pre-compact and "
+                                "session-end as HTTP hooks to the warm daemon on 127.0.0.1 "
+                                "(no process per prompt); session-start starts the daemon")
 
 
 def snippets(python: str, home: Path | None = None) -> list[dict[str, str]]:
@@ -154,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
     if args.hooks_action == "install":
         report = hooks_install.install(args.agent, args.scope, project=project,
                                        dry_run=args.dry_run, home=home,
-                                       trust=not args.no_trust).to_dict()
+                                       trust=not args.no_trust, http=args.http).to_dict()
         # No MCP server to paste anywhere without the mcp extra: the notes say so.
         report["snippets"] = snippets(sys.executable, home) if report["mcp_available"] else []
     else:

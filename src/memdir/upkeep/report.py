@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 
 __all__ = ["NOTICES", "IndexStats", "doctor", "stats"]
 
-NOTICES = frozenset({"vectors-missing", "memory-conflict"})  # doctor's kinds that are no fault
+# doctor's kinds that are no fault
+NOTICES = frozenset({"vectors-missing", "memory-conflict", "http-hooks"})
 
 
 @dataclass(frozen=True)
