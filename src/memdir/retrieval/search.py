@@ -48,7 +48,7 @@ __all__ = [
     "glob_matches",
     "idf_total",
     "list_memories",
-    "own_matches",
+    "own_words",
     "query_terms",
     "rank_factor",
     "run_search",
@@ -169,19 +169,11 @@ def bm25_of(conn: sqlite3.Connection, fts: str, keys: Sequence[tuple[str, str]])
 OWN_COLUMNS = "{name description body tags paths context}"
 
 
-def own_matches(conn: sqlite3.Connection, fts: str, keys: Sequence[tuple[str, str]]) -> set[
-        tuple[str, str]]:
-    """The (dir, file) memories of ``keys`` that match ``fts`` in their own words or search
-    context (:data:`OWN_COLUMNS`), not only in their dates."""
-    if not keys:
-        return set()
-    values = ",".join("(?, ?)" for _ in keys)
-    return {(r[0], r[1]) for r in conn.execute(
-        f"WITH wanted (dir, file) AS (VALUES {values}) "
-        "SELECT m.dir, m.file FROM wanted w "
-        "JOIN memories m ON m.dir = w.dir AND m.file = w.file "
-        "JOIN memories_fts ON memories_fts.rowid = m.rowid WHERE memories_fts MATCH ?",
-        [*(part for key in keys for part in key), f"{OWN_COLUMNS} : ({fts})"])}
+def own_words(fts: str) -> str:
+    """``fts`` restricted to a memory's own words and search context (:data:`OWN_COLUMNS`):
+    one FTS5 query both leaves out the memories that match only in their dates and scores
+    the others without their date words."""
+    return f"{OWN_COLUMNS} : ({fts})"
 
 
 @lru_cache(maxsize=512)
@@ -285,22 +277,22 @@ def run_search(conn: sqlite3.Connection, query: str, dirs: Sequence[MemoryDir], 
     """BM25 candidates from FTS5, scored on the scale (lexical evidence, then strength). With
     ``paths``, the globs filter the candidates in Python, so the pool grows (four times at a
     go) until ``limit`` pass or every match has been looked at. ``dates=False``: a memory
-    matching only in its date words is no hit (:data:`OWN_COLUMNS`)."""
+    matching only in its date words is no hit, and its date words add nothing to its match
+    (:data:`OWN_COLUMNS`)."""
     fts = fts_query(query)
     if fts is None or not dirs:
         return []
+    if not dates:
+        fts = own_words(fts)
     ideal = idf_total(conn, query)
     pool = max(limit * 4, 40) if not paths else max(limit * 20, 200)
     taxonomies = {d.key: d.taxonomy for d in dirs}
     while True:
         rows = best_matches(conn, fts, dirs, types=types, tags=tags,
                             include_archived=include_archived, limit=pool)
-        own = None if dates else own_matches(conn, fts, [(r["dir"], r["file"]) for r in rows])
         hits = []
         for row in rows:
             memory = row_to_memory(row)
-            if own is not None and (row["dir"], row["file"]) not in own:  # its dates alone
-                continue
             if paths and not glob_matches(memory.paths, paths):
                 continue
             match = lexical_evidence(-float(row["rank"]), ideal)

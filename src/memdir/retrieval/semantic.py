@@ -40,7 +40,7 @@ from memdir.retrieval.search import (
     fts_query,
     glob_matches,
     idf_total,
-    own_matches,
+    own_words,
     run_search,
     strength,
 )
@@ -86,11 +86,9 @@ def _lexical(index: Index, query: str, dirs: Sequence[MemoryDir], *, types: Sequ
     fts = fts_query(query)
     if fts is None:
         return {}
-    rows = best_matches(index.conn, fts, dirs, types=types, tags=tags,
-                        include_archived=include_archived, limit=limit, whole=False)
-    own = None if dates else own_matches(index.conn, fts, [(r["dir"], r["file"]) for r in rows])
-    return {(r["dir"], r["file"]): -float(r["rank"]) for r in rows
-            if own is None or (r["dir"], r["file"]) in own}
+    rows = best_matches(index.conn, fts if dates else own_words(fts), dirs, types=types,
+                        tags=tags, include_archived=include_archived, limit=limit, whole=False)
+    return {(r["dir"], r["file"]): -float(r["rank"]) for r in rows}
 
 
 def hybrid_search(index: Index, dirs: Sequence[MemoryDir], embedder: Embedder, query: str, *,
@@ -106,6 +104,9 @@ def hybrid_search(index: Index, dirs: Sequence[MemoryDir], embedder: Embedder, q
         return []
     # No filling here: the vectors that exist count, the rest rank by BM25 alone until the
     # background worker (memdir.retrieval.vector_worker) has embedded them.
+    from memdir.retrieval.vector_worker import embed_aside
+
+    vector = embed_aside(embedder, query)  # the model runs while the SQL below does
     memories: dict[tuple[str, str], Memory] = {}
     ideal = idf_total(index.conn, query)
     if paths:  # globs filter after loading: run_search takes a pool large enough for them
@@ -119,7 +120,7 @@ def hybrid_search(index: Index, dirs: Sequence[MemoryDir], embedder: Embedder, q
             index, query, dirs, types=types, tags=tags, include_archived=include_archived,
             limit=max(LEXICAL_POOL, limit), dates=dates).items()}
     names, matrix, rows = vector_matrix(index, [d.key for d in dirs], embedder)
-    scores = cosine_scores(embedder.embed([query])[0], matrix) if names else None
+    scores = cosine_scores(vector(), matrix) if names else None
     nearest = top_k(scores, SEMANTIC_POOL * 2) if scores is not None else []
     # Below the floor a vector neighbour is noise, not meaning: it is no candidate.
     semantic_keys = [names[row] for row, score in nearest if score >= SIMILARITY_FLOOR]
@@ -149,9 +150,8 @@ def hybrid_search(index: Index, dirs: Sequence[MemoryDir], embedder: Embedder, q
     fts = fts_query(query)
     if fts is not None:  # neighbours' own word matches, wherever they rank by BM25
         others = [k for k in candidates if k not in words]
-        own = None if dates else own_matches(index.conn, fts, others)
         words.update({key: lexical_evidence(bm25, ideal) for key, bm25 in bm25_of(
-            index.conn, fts, others).items() if own is None or key in own})
+            index.conn, fts if dates else own_words(fts), others).items()})
     # A memory without a vector yet (the worker has not reached it) has no cosine: words alone.
     cosines = {} if scores is None else {
         key: float(scores[rows[key]]) for key in candidates if key in rows}

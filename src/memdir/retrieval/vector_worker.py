@@ -42,7 +42,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,8 +54,8 @@ if TYPE_CHECKING:
     from memdir.core.store import MemoryDir
     from memdir.retrieval.embed import Embedder
 
-__all__ = ["BATCH", "Target", "model", "model_started", "searching", "start_loading",
-           "wait", "wake"]
+__all__ = ["BATCH", "Target", "embed_aside", "model", "model_started", "searching",
+           "start_loading", "wait", "wake"]
 
 # Texts per model call. Measured on 2 cores: a query embedded while a batch of 4-32 runs takes
 # ~9 ms instead of ~3 whatever the size, and the batch holds the cores for ~25 ms per 8 texts
@@ -179,6 +179,32 @@ def searching() -> Iterator[None]:
         with state.cond:
             state.searches -= 1
             state.last_search = time.monotonic()
+
+
+def embed_aside(embedder: Embedder, text: str) -> Callable[[], Any]:
+    """Embed ``text`` in a thread of its own while the caller goes on (a search runs its SQL
+    meanwhile: SQLite and the model both release the GIL); the returned function waits for
+    the vector (and raises what the model raised). Not under the fork gate: a batch of the
+    worker holds it, and a query must not wait for a batch (it never did on the caller's
+    thread either)."""
+    box: list[Any] = []
+
+    def run() -> None:
+        try:
+            box.append(embedder.embed([text])[0])
+        except BaseException as exc:  # handed to the caller
+            box.append(exc)
+
+    thread = threading.Thread(target=run, name="memdir-query", daemon=True)
+    thread.start()
+
+    def result() -> Any:
+        thread.join()
+        if isinstance(box[0], BaseException):
+            raise box[0]
+        return box[0]
+
+    return result
 
 
 def wake(target: Target, *, search: bool = False) -> None:
