@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = [
     "HALF_LIFE_DAYS",
     "OVERFETCH",
+    "RANKED_CAP",
     "STOPWORDS",
     "TEMPORARY_HALF_LIFE_DAYS",
     "best_matches",
@@ -49,8 +50,10 @@ __all__ = [
     "idf_total",
     "list_memories",
     "own_words",
+    "pool_of",
     "query_terms",
     "rank_factor",
+    "ranked_matches",
     "run_search",
     "strength",
     "strength_of",
@@ -268,6 +271,58 @@ def best_matches(conn: sqlite3.Connection, fts: str, dirs: Sequence[MemoryDir], 
         if matched[0] >= first:  # FTS5 had more than it ranked: rank them all
             rows = run("")
     return rows
+
+
+# How many matches one ranking pass returns to Python (:func:`ranked_matches`): every match of
+# a 10k store's commonest query words, a bounded cost at 100k.
+RANKED_CAP = 4000
+
+
+def ranked_matches(conn: sqlite3.Connection, fts: str) -> list[tuple[int, float]]:
+    """(rowid, weighted BM25: lower is better) of the matches of ``fts``, best first, at most
+    :data:`RANKED_CAP`: one FTS5 pass that both picks a pool and scores any other memory
+    later (:func:`pool_of`), instead of one query for each."""
+    weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+    return conn.execute(
+        f"SELECT rowid, bm25(memories_fts, {weights}) AS rank FROM memories_fts "
+        f"WHERE memories_fts MATCH ? ORDER BY rank LIMIT {RANKED_CAP}", (fts,)).fetchall()
+
+
+def pool_of(conn: sqlite3.Connection, fts: str, ranked: Sequence[tuple[int, float]],
+            dirs: Sequence[MemoryDir], *, types: Sequence[str], tags: Sequence[str] | None,
+            include_archived: bool, limit: int) -> list[tuple[str, str, int, float]]:
+    """The ``limit`` best matches of ``fts`` that pass the filters, as (dir, file, rowid,
+    BM25), best first, ties by file name, as :func:`best_matches` gives them: from
+    ``ranked`` (its :func:`ranked_matches`), or where that pass was cut short before the pool
+    was whole, from :func:`best_matches` itself."""
+    where = [f"m.dir IN ({','.join('?' * len(dirs))})"]
+    params: list[Any] = [d.key for d in dirs]
+    if not include_archived:
+        where.append("m.status = 'active'")
+    _type_and_tag_filters(where, params, types, tags)
+    found: list[tuple[str, str, int, float]] = []
+    at, step = 0, max(int(limit) * OVERFETCH, 1)
+    while at < len(ranked):
+        chunk = ranked[at:at + step]
+        at += len(chunk)
+        rank = dict(chunk)
+        found += [(r[1], r[2], r[0], rank[r[0]]) for r in conn.execute(
+            f"SELECT m.rowid, m.dir, m.file FROM memories m WHERE m.rowid IN "
+            f"({','.join('?' * len(chunk))}) AND {' AND '.join(where)}",
+            [*rank, *params])]
+        # Enough once the next match ranks below the last kept one (no tie left out).
+        if len(found) >= limit and (at >= len(ranked) or ranked[at][1] > sorted(
+                f[3] for f in found)[int(limit) - 1]):
+            break
+        step *= 2
+    found.sort(key=lambda f: (f[3], f[1]))
+    if len(ranked) >= RANKED_CAP and (len(found) < limit or found[int(limit) - 1][3]
+                                      >= ranked[-1][1]):
+        # The pass was cut short where the pool needs more (or a tie may go on): every match.
+        return [(r["dir"], r["file"], r["rowid"], r["rank"]) for r in best_matches(
+            conn, fts, dirs, types=types, tags=tags, include_archived=include_archived,
+            limit=limit, whole=False)]
+    return found[:int(limit)]
 
 
 def run_search(conn: sqlite3.Connection, query: str, dirs: Sequence[MemoryDir], *,

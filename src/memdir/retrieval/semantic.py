@@ -35,12 +35,14 @@ from memdir.retrieval.hybrid import LEXICAL_WEIGHT, fuse_scores
 from memdir.retrieval.scale import SIMILARITY_FLOOR as SIMILARITY_FLOOR
 from memdir.retrieval.scale import lexical_evidence
 from memdir.retrieval.search import (
-    best_matches,
+    RANKED_CAP,
     bm25_of,
     fts_query,
     glob_matches,
     idf_total,
     own_words,
+    pool_of,
+    ranked_matches,
     run_search,
     strength,
 )
@@ -59,36 +61,24 @@ LEXICAL_POOL = 25  # best BM25 matches
 SEMANTIC_POOL = 25  # nearest vectors at or above the similarity floor
 
 
-def _load(index: Index, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Memory]:
-    """Memories by (dir, file), in one query."""
+def _load(index: Index, keys: Sequence[tuple[str, str]],
+          rowids: dict[tuple[str, str], int]) -> dict[tuple[str, str], Memory]:
+    """Memories by (dir, file), in one query; their index rows go to ``rowids``."""
     if not keys:
         return {}
     values = ",".join("(?, ?)" for _ in keys)
     rows = index.conn.execute(
         f"WITH wanted (dir, file) AS (VALUES {values}) "
-        f"SELECT m.*, {USAGE_COLUMNS} FROM wanted w "
+        f"SELECT m.rowid AS row_id, m.*, {USAGE_COLUMNS} FROM wanted w "
         "JOIN memories m ON m.dir = w.dir AND m.file = w.file "
         "LEFT JOIN usage u ON u.dir = m.dir AND u.id = m.id",
         [part for key in keys for part in key]).fetchall()
+    rowids.update({(row["dir"], row["file"]): row["row_id"] for row in rows})
     return {(row["dir"], row["file"]): row_to_memory(row) for row in rows}
 
 
 def _where(memory: Memory) -> tuple[str, str]:
     return (str(memory.path.parent), memory.path.name) if memory.path else ("", memory.id)
-
-
-def _lexical(index: Index, query: str, dirs: Sequence[MemoryDir], *, types: Sequence[str],
-             tags: Sequence[str] | None, include_archived: bool,
-             limit: int, dates: bool) -> dict[tuple[str, str], float]:
-    """The ``limit`` best BM25 matches as (dir, file) -> BM25 match (higher is better), the
-    same query and filters as :func:`memdir.retrieval.search.run_search` without a path filter, but
-    neither loaded nor re-ranked: strength applies once, in the fusion."""
-    fts = fts_query(query)
-    if fts is None:
-        return {}
-    rows = best_matches(index.conn, fts if dates else own_words(fts), dirs, types=types,
-                        tags=tags, include_archived=include_archived, limit=limit, whole=False)
-    return {(r["dir"], r["file"]): -float(r["rank"]) for r in rows}
 
 
 def hybrid_search(index: Index, dirs: Sequence[MemoryDir], embedder: Embedder, query: str, *,
@@ -108,17 +98,27 @@ def hybrid_search(index: Index, dirs: Sequence[MemoryDir], embedder: Embedder, q
 
     vector = embed_aside(embedder, query)  # the model runs while the SQL below does
     memories: dict[tuple[str, str], Memory] = {}
+    rowids: dict[tuple[str, str], int] = {}
     ideal = idf_total(index.conn, query)
+    fts = fts_query(query)
+    if fts is not None and not dates:
+        fts = own_words(fts)
     if paths:  # globs filter after loading: run_search takes a pool large enough for them
         hits = run_search(index.conn, query, dirs, types=types, tags=tags,
                           include_archived=include_archived, paths=paths,
                           limit=max(LEXICAL_POOL, limit), at=at, dates=dates)
         memories = {_where(h.memory): h.memory for h in hits}
         words = {_where(h.memory): h.match for h in hits}
+        ranked: list[tuple[int, float]] = []
+        complete = False  # the neighbours' words: asked of FTS5 below
+    elif fts is not None:  # one ranking pass: the pool now, the neighbours' words later
+        ranked = ranked_matches(index.conn, fts)
+        complete = len(ranked) < RANKED_CAP
+        words = {(d, f): lexical_evidence(-bm25, ideal) for d, f, _, bm25 in pool_of(
+            index.conn, fts, ranked, dirs, types=types, tags=tags,
+            include_archived=include_archived, limit=max(LEXICAL_POOL, limit))}
     else:
-        words = {key: lexical_evidence(bm25, ideal) for key, bm25 in _lexical(
-            index, query, dirs, types=types, tags=tags, include_archived=include_archived,
-            limit=max(LEXICAL_POOL, limit), dates=dates).items()}
+        ranked, words, complete = [], {}, True
     names, matrix, rows = vector_matrix(index, [d.key for d in dirs], embedder)
     scores = cosine_scores(vector(), matrix) if names else None
     nearest = top_k(scores, SEMANTIC_POOL * 2) if scores is not None else []
@@ -143,15 +143,18 @@ def hybrid_search(index: Index, dirs: Sequence[MemoryDir], embedder: Embedder, q
         chunk = semantic_keys[start:start + SEMANTIC_POOL - len(semantic)]
         start += len(chunk)
         memories.update(_load(index, [k for k in dict.fromkeys([*wanted, *chunk])
-                                      if k not in memories]))
+                                      if k not in memories], rowids))
         semantic += [k for k in chunk if k in memories and allowed(memories[k])]
         wanted = []
     candidates = list(dict.fromkeys(k for k in [*words, *semantic] if k in memories))
-    fts = fts_query(query)
     if fts is not None:  # neighbours' own word matches, wherever they rank by BM25
         others = [k for k in candidates if k not in words]
-        words.update({key: lexical_evidence(bm25, ideal) for key, bm25 in bm25_of(
-            index.conn, fts if dates else own_words(fts), others).items()})
+        rank = dict(ranked)
+        found = {k: rank[rowids[k]] for k in others if rowids.get(k) in rank}
+        if not complete:  # matches the pass did not return: those ask FTS5 themselves
+            found.update({k: -bm25 for k, bm25 in bm25_of(
+                index.conn, fts, [k for k in others if k not in found]).items()})
+        words.update({k: lexical_evidence(-bm25, ideal) for k, bm25 in found.items()})
     # A memory without a vector yet (the worker has not reached it) has no cosine: words alone.
     cosines = {} if scores is None else {
         key: float(scores[rows[key]]) for key in candidates if key in rows}
