@@ -338,3 +338,34 @@ def test_doctor_says_when_nothing_or_something_else_listens_for_the_http_hooks(
         assert load(home) == moved
     finally:
         squatter.close()
+
+
+def test_install_http_then_command_hooks_then_uninstall(home: Path, repo: Path) -> None:
+    from memdir.agents.hooks_install import install, status, uninstall
+
+    settings = Path.home() / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    mine = {"type": "command", "command": "echo mine", "timeout": 5}
+    settings.write_text(json.dumps({"hooks": {"UserPromptSubmit": [{"hooks": [mine]}]}}))
+    settings.chmod(0o644)
+    report = install("claude-code", mcp=False, http=True)
+    assert any("not running (MEMDIR_DAEMON=0?)" in n for n in report.notes)
+    assert settings.stat().st_mode & 0o777 == 0o600
+    hooks = json.loads(settings.read_text())["hooks"]
+    assert hooks["UserPromptSubmit"][0]["hooks"] == [mine]  # the user's own hook stays
+    [web] = hooks["UserPromptSubmit"][1]["hooks"]
+    assert web["type"] == "http" and web["url"].endswith("/memdir/hooks/prompt")
+    assert hooks["SessionStart"][-1]["hooks"][0]["type"] == "command"
+    assert all(s.current for s in status("claude-code").hooks)
+    assert not install("claude-code", mcp=False, http=True).changed  # idempotent
+    assert (home / "daemon" / "http.json").exists()
+    install("claude-code", mcp=False)  # back to command hooks, in place
+    assert not (home / "daemon" / "http.json").exists()  # doctor asks for no daemon now
+    hooks = json.loads(settings.read_text())["hooks"]
+    assert [g["hooks"][0]["type"] for g in hooks["UserPromptSubmit"]] == ["command", "command"]
+    assert "hook prompt" in hooks["UserPromptSubmit"][1]["hooks"][0]["command"]
+    assert all(s.current for s in status("claude-code").hooks)
+    install("claude-code", mcp=False, http=True)
+    uninstall("claude-code")
+    assert not (home / "daemon" / "http.json").exists()
+    assert json.loads(settings.read_text())["hooks"] == {"UserPromptSubmit": [{"hooks": [mine]}]}

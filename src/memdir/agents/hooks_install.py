@@ -284,27 +284,11 @@ def _http(t: Target, home: str | None) -> HttpTarget:
     return create(resolve_home(home))
 
 
-def _restart_daemon(home: str | None) -> str:
-    """Stop the warm daemon of ``home`` (it listens on the port it read at start) and start
-    one that serves the HTTP hooks; what the notes say about it."""
-    from memdir.agents.daemon import ask, start_daemon
+def _forget_http(home: str | None) -> None:
+    from memdir.agents.http_hooks import forget
     from memdir.core.config import resolve_home
 
-    where = resolve_home(home)
-    running = ask(where, {"op": "ping"}, timeout=1.0)
-    if running and isinstance(running.get("pid"), int):
-        import signal
-        import time
-
-        with contextlib.suppress(OSError):
-            os.kill(running["pid"], signal.SIGTERM)
-        deadline = time.monotonic() + 5
-        while ask(where, {"op": "ping"}, timeout=0.3) is not None and time.monotonic() < deadline:
-            time.sleep(0.05)
-    if start_daemon(where):
-        return "started the warm daemon that serves them"
-    return ("the warm daemon is not running (MEMDIR_DAEMON=0?): until one is, prompts go "
-            "without recall; the next session start starts it")
+    forget(resolve_home(home))
 
 
 def install(agent: str, scope: str = "user", *, project: Path | None = None,
@@ -323,6 +307,8 @@ def install(agent: str, scope: str = "user", *, project: Path | None = None,
     mcp_ok = extras.installed("mcp", python) if mcp is None else mcp
     t = _target(agent, scope, project)
     web = _http(t, where) if http else None
+    if web is None and not dry_run and (agent, scope) == ("claude-code", "user"):
+        _forget_http(where)  # command hooks now: no port to keep
     customised: list[str] = []
     timeouts: list[str] = []
     files = apply(_edits(t, python, customised, timeouts, where, mcp_ok, web), dry_run)
@@ -335,7 +321,9 @@ def install(agent: str, scope: str = "user", *, project: Path | None = None,
         if not dry_run:
             with contextlib.suppress(OSError):
                 os.chmod(t.hooks_file, 0o600)
-            notes += (_restart_daemon(where),)
+            from memdir.agents.http_hooks import restart_daemon
+
+            notes += (restart_daemon(where),)
     if agent == "codex" and not dry_run:
         from memdir.agents.codex_trust import install_notes
 
@@ -354,6 +342,8 @@ def uninstall(agent: str, scope: str = "user", *, project: Path | None = None,
     t = _target(agent, scope, project)
     customised: list[str] = []
     files = apply(_edits(t, None, customised), dry_run)
+    if not dry_run and (agent, scope) == ("claude-code", "user"):
+        _forget_http(None)
     notes = tuple(f"{'would remove' if dry_run else 'removed'} a memdir hook you had "
                   f"customised from {t.hooks_file}: {hook}" for hook in dict.fromkeys(customised))
     return Report("uninstall", agent, scope, dry_run, files, notes)

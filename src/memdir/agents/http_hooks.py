@@ -37,7 +37,8 @@ if TYPE_CHECKING:
     from memdir.core.model import Problem
 
 __all__ = ["ACTIONS", "HTTP_IDLE_SECONDS", "HttpTarget", "Request", "create",
-           "doctor_problems", "load", "read_request", "reply", "serve_one", "url_action"]
+           "doctor_problems", "forget", "load", "read_request", "reply", "restart_daemon",
+           "serve_one", "url_action"]
 
 ACTIONS = ("prompt", "stop", "pre-compact", "session-end")  # Claude Code: not SessionStart
 HTTP_IDLE_SECONDS = 36 * 3600.0
@@ -85,6 +86,13 @@ def load(home: Path) -> HttpTarget | None:
             or len(token) < 32:
         return None
     return HttpTarget(port, token)
+
+
+def forget(home: Path) -> None:
+    """Drop the port and token (the HTTP hooks are gone): doctor stops asking for a daemon,
+    and a daemon started later listens on no port."""
+    with contextlib.suppress(FileNotFoundError):
+        _file(home).unlink()
 
 
 def _free_port() -> int:
@@ -160,6 +168,29 @@ def doctor_problems(home: Path) -> list[Problem]:
                         "run `memdir hooks install --agent claude-code --http` again: it "
                         "moves the hooks to a free port with a new token")]
     return []
+
+
+def restart_daemon(home: str | None) -> str:
+    """Stop the warm daemon of ``home`` (it listens on the port it read at start) and start
+    one that serves the HTTP hooks (``hooks install --http``); what to tell the user."""
+    from memdir.agents.daemon import ask, start_daemon
+    from memdir.core.config import resolve_home
+
+    where = resolve_home(home)
+    running = ask(where, {"op": "ping"}, timeout=1.0)
+    if running and isinstance(running.get("pid"), int):
+        import signal
+        import time
+
+        with contextlib.suppress(OSError):
+            os.kill(running["pid"], signal.SIGTERM)
+        deadline = time.monotonic() + 5
+        while ask(where, {"op": "ping"}, timeout=0.3) is not None and time.monotonic() < deadline:
+            time.sleep(0.05)
+    if start_daemon(where):
+        return "started the warm daemon that serves them"
+    return ("the warm daemon is not running (MEMDIR_DAEMON=0?): until one is, prompts go "
+            "without recall; the next session start starts it")
 
 
 @dataclass(frozen=True)
