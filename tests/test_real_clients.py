@@ -271,3 +271,28 @@ def test_claude_code_http_hooks_reach_the_warm_daemon(world: dict[str, Any]) -> 
         answer = ask(memdir_home, {"op": "ping"})
         if answer is not None:
             os.kill(int(answer["pid"]), 15)
+
+
+def test_codex_with_the_warm_daemon_as_users_run_it(world: dict[str, Any]) -> None:
+    codex = _client("codex")
+    # The default: the first hook starts the warm daemon, later ones are answered by it.
+    world["env"].update(MEMDIR_DAEMON="", MEMDIR_DAEMON_IDLE="120")
+    memdir_home = world["home"] / ".memdir"
+    from memdir.agents.daemon import ask
+
+    try:
+        with ResponsesServer([Turn("Use pnpm, never npm, in this repo."), Turn("ok")]) as server:
+            assert isinstance(server, ResponsesServer)
+            _codex_config(world, server)
+            _memdir(world, "hooks", "install", "--agent", "codex")
+            _run([str(codex), "exec", "--skip-git-repo-check", PROMPT], world)
+            assert _wait(lambda: ask(memdir_home, {"op": "ping"}) is not None), "no daemon"
+            _run([str(codex), "exec", "--skip-git-repo-check", PROMPT], world)
+            first, second = server.model_requests()[:2]
+        for request in (first, second):  # alone, then through the daemon: the same memory
+            text = _texts(request).replace("\\n", "\n").replace('\\"', '"')
+            assert PNPM in _start_block(text) and ROTATION in text
+    finally:
+        answer = ask(memdir_home, {"op": "ping"})
+        if answer is not None:
+            os.kill(int(answer["pid"]), 15)
