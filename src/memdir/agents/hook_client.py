@@ -168,21 +168,23 @@ def ask_daemon(event: str, fmt: str, home: str, payload: bytes) -> bytes | None:
 def answer_hook(argv: Sequence[str]) -> tuple[bool, bytes | None]:
     """Serve ``memdir hook ARGS`` from the warm daemon: (True, stdin) when it answered and
     its answer is printed; else (False, the agent's JSON if it was read, or None), and the
-    hook runs in its own process (:func:`memdir.agents.hooks.hook_main`)."""
-    options, words = hook_options(argv)
-    event = words[0] if words else ""
-    if event not in WAITS or os.environ.get("MEMDIR_DISABLE", "").strip() not in (
-            "", "0", "false", "no"):
-        return False, None
-    home = guess_home(options.get("--home"))
-    if home is None or not os.path.exists(socket_file(home)):
-        return False, None
+    hook runs in its own process (:func:`memdir.agents.hooks.hook_main`). Never raises (a
+    platform without Unix sockets or uids goes the hook's own way)."""
+    raw: bytes | None = None
     try:
+        options, words = hook_options(argv)
+        event = words[0] if words else ""
+        if event not in WAITS or os.environ.get("MEMDIR_DISABLE", "").strip() not in (
+                "", "0", "false", "no"):
+            return False, None
+        home = guess_home(options.get("--home"))
+        if home is None or not os.path.exists(socket_file(home)):
+            return False, None
         raw = b"" if sys.stdin.isatty() else sys.stdin.buffer.read()
-    except (OSError, ValueError):
-        return False, None
-    fmt = "json" if options.get("--format") == "json" else "text"
-    answer = ask_daemon(event, fmt, home, raw)
+        fmt = "json" if options.get("--format") == "json" else "text"
+        answer = ask_daemon(event, fmt, home, raw)
+    except Exception:
+        return False, raw
     if answer is None:
         return False, raw
     try:

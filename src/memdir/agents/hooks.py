@@ -152,11 +152,14 @@ def _prompt(data: Mapping[str, Any], fmt: str) -> str:
 def _warm() -> None:
     """Start the warm daemon for the next hooks (unless ``MEMDIR_DAEMON=0``); this hook ran
     in its own process because none answered (:mod:`memdir.agents.hook_client`)."""
-    if os.environ.get("MEMDIR_HOOK_BACKGROUND"):
-        return
+    if os.environ.get("MEMDIR_HOOK_BACKGROUND") or not hasattr(os, "getuid"):
+        return  # no daemon where there are no Unix sockets and uids (Windows)
     from memdir.agents import daemon
 
-    daemon.start_daemon(_home())
+    try:
+        daemon.start_daemon(_home())
+    except Exception as exc:  # the answer is computed: never lose it to the daemon
+        _log("daemon", f"not started: {exc.__class__.__name__}: {exc}")
 
 
 def _by_daemon(event: str, raw: str, fmt: str, asked: bool) -> str | None:
@@ -167,7 +170,7 @@ def _by_daemon(event: str, raw: str, fmt: str, asked: bool) -> str | None:
     from memdir.agents.hook_client import ask_daemon
 
     home = _home()
-    if not listening(home) or asked:  # none, or unsafe (warned: the hook log)
+    if not hasattr(os, "getuid") or not listening(home) or asked:  # none, or unsafe (warned)
         return None
     answer = ask_daemon(event, fmt, str(home), raw.encode("utf-8", "surrogateescape"))
     return None if answer is None else answer.decode("utf-8", "replace").removesuffix("\n")
