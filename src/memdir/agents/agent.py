@@ -7,7 +7,9 @@ query runs while the main model is already working. Invariants:
 - the thread opens its own :class:`Memdir` (its own SQLite connection), so the caller's
   instance is never used from two threads;
 - a failure inside the thread is logged and becomes an empty recall: prefetch never raises
-  into the agent's loop.
+  into the agent's loop;
+- no process forks while the thread works (:mod:`memdir.core.fork_gate`): a child never
+  inherits its SQLite locks held.
 """
 
 from __future__ import annotations
@@ -68,10 +70,11 @@ def start_recall_prefetch(prompt: str, session_id: str, *, home: str | Path | No
     handle = RecallPrefetch(session_id)
 
     def work() -> None:
+        from memdir.core.fork_gate import working
         from memdir.memdir import Memdir
 
         try:
-            with Memdir(home=home, project=project) as md:
+            with working(), Memdir(home=home, project=project) as md:  # no fork meanwhile
                 result = md.recall(prompt, session_id, limit=limit, use_llm=use_llm,
                                    paths=paths)
         except Exception as exc:  # the agent's loop must never see a recall failure

@@ -184,14 +184,17 @@ def searching() -> Iterator[None]:
 def embed_aside(embedder: Embedder, text: str) -> Callable[[], Any]:
     """Embed ``text`` in a thread of its own while the caller goes on (a search runs its SQL
     meanwhile: SQLite and the model both release the GIL); the returned function waits for
-    the vector (and raises what the model raised). Not under the fork gate: a batch of the
-    worker holds it, and a query must not wait for a batch (it never did on the caller's
-    thread either)."""
+    the vector (and raises what the model raised). No fork meanwhile
+    (:mod:`memdir.core.fork_gate`; not the worker's gate, which a batch holds: a query never
+    waits for a batch)."""
+    from memdir.core.fork_gate import working
+
     box: list[Any] = []
 
     def run() -> None:
         try:
-            box.append(embedder.embed([text])[0])
+            with working():
+                box.append(embedder.embed([text])[0])
         except BaseException as exc:  # handed to the caller
             box.append(exc)
 
