@@ -3,11 +3,14 @@ waiting for something a background process does."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -46,3 +49,30 @@ def run_memdir(args: list[str], home: Path, repo: Path, stdin: str = "") -> str:
                             env={**os.environ, "MEMDIR_HOME": str(home)})
     assert result.returncode == 0, result.stderr
     return result.stdout
+
+
+@contextlib.contextmanager
+def running_daemon(home: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A real ``memdir daemon`` for ``home``, up (it answers a ping) for the block, then
+    stopped."""
+    from memdir.agents.daemon import ask
+
+    proc = subprocess.Popen([sys.executable, "-m", "memdir", "daemon", "--idle", "120"],
+                            env={**os.environ, "MEMDIR_HOME": str(home)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert wait_until(lambda: ask(home, {"op": "ping"}) is not None, 60), "no daemon"
+        yield proc
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def surfaced(home: Path, session: str) -> set[str]:
+    """The ids the index counts as surfaced (claimed) for ``session``."""
+    conn = sqlite3.connect(home / "index.sqlite")
+    try:
+        return {r[0] for r in conn.execute(
+            "SELECT id FROM recall_surfaced WHERE session_id = ?", (session,))}
+    finally:
+        conn.close()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import sqlite3
 import subprocess
 import sys
 import time
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from hook_support import hooks_log, wait_until
+from hook_support import hooks_log, running_daemon, surfaced, wait_until
 from memdir import Memdir
 from memdir.agents.daemon import ask, socket_path
 
@@ -44,24 +43,8 @@ def daemon(home: Path, repo: Path) -> Iterator[subprocess.Popen[bytes]]:
         md.store("The chocolate cake recipe uses dark cocoa", type="fact")
         for i in range(8):
             md.store(f"Cache rule {i}: the cache layer invalidates on write {i}", type="fact")
-    proc = subprocess.Popen([sys.executable, "-m", "memdir", "daemon", "--idle", "120"],
-                            env={**os.environ, "MEMDIR_HOME": str(home)},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        assert wait_until(lambda: ask(home, {"op": "ping"}) is not None, 60), "daemon did not start"
+    with running_daemon(home) as proc:
         yield proc
-    finally:
-        proc.terminate()
-        proc.wait(10)
-
-
-def _surfaced(home: Path, session: str) -> set[str]:
-    conn = sqlite3.connect(home / "index.sqlite")
-    try:
-        return {r[0] for r in conn.execute(
-            "SELECT id FROM recall_surfaced WHERE session_id = ?", (session,))}
-    finally:
-        conn.close()
 
 
 def test_a_slow_daemon_claims_nothing_the_hook_did_not_deliver(
@@ -82,7 +65,7 @@ def test_a_slow_daemon_claims_nothing_the_hook_did_not_deliver(
     assert DEPLOY not in first.stdout  # the hook recalled by words: they miss it
     # The daemon now serves the request the hook gave up on, then this ping.
     assert ask(home, {"op": "ping"}, timeout=30) is not None
-    assert _surfaced(home, "slow-1") == set()  # nothing claimed that nobody delivered
+    assert surfaced(home, "slow-1") == set()  # nothing claimed that nobody delivered
     # Its meaning needs the model and the memories' vectors, which the daemon loads and fills
     # in the background; a busy machine can also make it miss 0.5 s again: no harm then.
     shown: list[str] = []
@@ -106,7 +89,7 @@ def test_hooks_asking_the_daemon_at_once_never_deliver_a_memory_twice(
     delivered = [f"Cache rule {i}:" for i in range(8) for out in outputs
                  if f"Cache rule {i}:" in out]
     assert len(delivered) == len(set(delivered)) == 8  # each once, by one hook or another
-    assert len(_surfaced(home, "race-1")) == 8
+    assert len(surfaced(home, "race-1")) == 8
 
 
 def test_memories_of_the_session_start_context_are_not_recalled_again(

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import sqlite3
 import subprocess
 import sys
 import time
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from hook_support import hooks_log, wait_until
+from hook_support import hooks_log, running_daemon, surfaced, wait_until
 from memdir import Memdir
 from memdir.agents.daemon import ask, socket_path
 from memdir.core.dir_watch import DirWatch
@@ -36,29 +35,13 @@ def _hook(home: Path, repo: Path, event: str, payload: dict[str, object],
                           timeout=60, env=_env(home))
 
 
-def _surfaced(home: Path, session: str) -> set[str]:
-    conn = sqlite3.connect(home / "index.sqlite")
-    try:
-        return {r[0] for r in conn.execute(
-            "SELECT id FROM recall_surfaced WHERE session_id = ?", (session,))}
-    finally:
-        conn.close()
-
-
 @pytest.fixture
 def daemon(home: Path, repo: Path) -> Iterator[subprocess.Popen[bytes]]:
     with Memdir(home=home, project=repo) as md:
         md.store("Billing webhooks retry five times with exponential backoff", type="fact")
         md.store("Never force-push to the main branch", type="policy")
-    proc = subprocess.Popen([sys.executable, "-m", "memdir", "daemon", "--idle", "120"],
-                            env={**os.environ, "MEMDIR_HOME": str(home)},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        assert wait_until(lambda: ask(home, {"op": "ping"}) is not None, 60), "no daemon"
+    with running_daemon(home) as proc:
         yield proc
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 def test_the_daemon_answers_the_hook_and_the_hook_imports_nothing_heavy(
@@ -71,7 +54,7 @@ def test_the_daemon_answers_the_hook_and_the_hook_imports_nothing_heavy(
     assert "memdir.agents.hook_client" in imported  # it went the daemon's way ...
     for heavy in ("memdir.core.index", "memdir.memdir", "json", "typing", "sqlite3"):
         assert heavy not in imported, heavy  # ... and paid for nothing else
-    assert _surfaced(home, "w1")  # claimed for the session by the daemon that showed it
+    assert surfaced(home, "w1")  # claimed for the session by the daemon that showed it
     again = _hook(home, repo, "prompt", payload)
     assert "Billing webhooks" not in again.stdout  # once a session
     start = _hook(home, repo, "session-start", {"session_id": "w2", "cwd": str(repo)},
@@ -135,7 +118,7 @@ def test_a_late_request_claims_nothing(home: Path, repo: Path,
         conn.sendall(head + payload)
         answer = conn.recv(1000)
     assert answer == b"NO late\n"
-    assert _surfaced(home, "late-1") == set()
+    assert surfaced(home, "late-1") == set()
     for bad in (b"HOOK prompt text x y z 1\n", b"HOOK nonsense\n", b"HOOK stop text 1 2 3 4\n"):
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.settimeout(30)
@@ -233,15 +216,8 @@ def web(home: Path, repo: Path) -> Iterator[tuple[int, str]]:
     target = create(home)
     assert create(home) == target  # the same port and token on every install
     assert (home / "daemon" / "http.json").stat().st_mode & 0o077 == 0
-    proc = subprocess.Popen([sys.executable, "-m", "memdir", "daemon", "--idle", "120"],
-                            env={**os.environ, "MEMDIR_HOME": str(home)},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        assert wait_until(lambda: ask(home, {"op": "ping"}) is not None, 60), "no daemon"
+    with running_daemon(home):
         yield target.port, target.token
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 def _post(port: int, path: str, body: bytes, headers: dict[str, str],
@@ -268,7 +244,7 @@ def test_the_http_hook_recalls_and_refuses_what_claude_code_would_not_send(
     shown = answer["hookSpecificOutput"]
     assert isinstance(shown, dict) and shown["hookEventName"] == "UserPromptSubmit"
     assert "retry five times" in str(shown["additionalContext"])
-    assert _surfaced(home, "h1")
+    assert surfaced(home, "h1")
     assert _post(port, "/memdir/hooks/prompt", event, auth) == (200, {})  # once a session
     for headers, expected in (({}, 401), ({"Authorization": "Bearer " + "x" * len(token)}, 401),
                               ({**auth, "Origin": "https://evil.example"}, 403),
@@ -276,7 +252,7 @@ def test_the_http_hook_recalls_and_refuses_what_claude_code_would_not_send(
         status, answer = _post(port, "/memdir/hooks/prompt", event.replace(b"h1", b"h2"),
                                headers)
         assert status == expected and "error" in answer
-    assert _surfaced(home, "h2") == set()  # nothing recalled for a refused call
+    assert surfaced(home, "h2") == set()  # nothing recalled for a refused call
     assert _post(port, "/memdir/hooks/nothing", event, auth)[0] == 404
     assert _post(port, "/memdir/hooks/prompt", b"", auth, method="GET")[0] == 405
     # A chunked body (no Content-Length) is read too.
@@ -290,6 +266,11 @@ def test_the_http_hook_recalls_and_refuses_what_claude_code_would_not_send(
         while chunk := conn.recv(65536):
             reply += chunk
     assert reply.startswith(b"HTTP/1.1 200") and b"retry five times" in reply
+    # A client that stalls mid-request gets a 400 when its time is up; the daemon goes on.
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
+        conn.sendall(b"POST /memdir/hooks/prompt HTTP/1.1\r\nHost: 127.0.0.1")
+        stalled = conn.recv(65536)
+    assert stalled.startswith(b"HTTP/1.1 400")
     # Stop goes to a background process, as the command hook does; the answer is at once.
     stop = json.dumps({"session_id": "h1", "cwd": str(repo), "transcript_path": "",
                        "stop_hook_active": False}).encode()

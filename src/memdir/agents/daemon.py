@@ -128,24 +128,6 @@ def _refuse(directory: Path, problem: str, fix: str) -> bool:
     return False
 
 
-def _peer_is_me(conn: socket.socket) -> bool:
-    """True if the process at the other end of ``conn`` runs as this user (Linux:
-    ``SO_PEERCRED``). Where the platform cannot tell, the private directory is the guard."""
-    import socket
-
-    option = getattr(socket, "SO_PEERCRED", None)
-    if option is None:
-        return True
-    import struct
-
-    try:
-        raw = conn.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
-        _pid, uid, _gid = struct.unpack("iII", raw)
-    except (OSError, struct.error):
-        return False
-    return bool(uid == os.getuid())
-
-
 def _readline(conn: socket.socket, deadline: float) -> bytes:
     """What ``conn`` sent up to its first line's end, or more (a ``HOOK`` line's payload may
     follow in the same packet), or all it sent before closing."""
@@ -177,6 +159,8 @@ def ask(home: Path, request: dict[str, Any], timeout: float = 2.0) -> dict[str, 
         return None
     import socket  # only when a daemon may be listening: ~5 ms
 
+    from memdir.agents.hook_client import peer_is_me
+
     path = socket_path(home)
     request = {**request, "home": str(home)}  # the daemon checks it serves this very home
 
@@ -185,7 +169,7 @@ def ask(home: Path, request: dict[str, Any], timeout: float = 2.0) -> dict[str, 
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.settimeout(min(0.2, timeout))
             conn.connect(str(path))
-            if not _peer_is_me(conn):  # someone else listens there: never send the prompt
+            if not peer_is_me(conn):  # someone else listens there: never send the prompt
                 return None
             conn.sendall(json.dumps(request).encode() + b"\n")
             answer = json.loads(_readline(conn, deadline) or b"null")

@@ -56,6 +56,21 @@ def parse_head(line: bytes) -> Request | None:
     return Request(parts[1], "json" if parts[2] == "json" else "text", by, home, cwd, size)
 
 
+def _event(payload: bytes) -> dict[str, object] | None:
+    """The agent's event: a JSON object (empty input: an empty one); None when it is not."""
+    try:
+        data = json.loads(payload.decode("utf-8", "surrogateescape")) if payload.strip() else {}
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _project(data: dict[str, object], fallback: str) -> str:
+    """The event's ``cwd`` when it is a directory, else ``fallback``, absolute."""
+    cwd = _text(data, "cwd")
+    return os.path.abspath(cwd if cwd and os.path.isdir(cwd) else fallback)
+
+
 def _text(data: dict[str, object], key: str) -> str:
     value = data.get(key)
     return value if isinstance(value, str) else ""
@@ -71,19 +86,14 @@ def answer(request: Request, payload: bytes, home: Path,
 
     if not same_home(request.home):
         return b"NO another home\n"
-    try:
-        data = json.loads(payload.decode("utf-8", "surrogateescape")) if payload.strip() else {}
-    except ValueError:
-        return b"NO not JSON\n"  # the hook says so in its log
-    if not isinstance(data, dict):
-        return b"NO not an object\n"
+    data = _event(payload)
+    if data is None:
+        return b"NO not a JSON object\n"  # the hook says so in its log
     if hooks._disabled(home):
         return b"OK 0\n"
-    cwd = _text(data, "cwd")
-    project = os.path.abspath(cwd if cwd and os.path.isdir(cwd) else request.cwd)
     session = _text(data, "session_id")
     try:
-        md = store(project)
+        md = store(_project(data, request.cwd))
         if request.event == "prompt":
             text = prompt_text(md, _text(data, "prompt"), session, request.by)
         else:
@@ -112,11 +122,8 @@ def http_answer(action: str, body: bytes, home: Path, store: Callable[[str], Mem
     from memdir.agents.hook_events import EVENT_NAMES, prompt_text
     from memdir.agents.hook_output import fit
 
-    try:
-        data = json.loads(body.decode("utf-8", "surrogateescape")) if body.strip() else {}
-    except ValueError:
-        data = None
-    if not isinstance(data, dict):
+    data = _event(body)
+    if data is None:
         hooks._log(action, "http: the hook input is not a JSON object", home)
         return {}
     if hooks._disabled(home):
@@ -125,10 +132,9 @@ def http_answer(action: str, body: bytes, home: Path, store: Callable[[str], Mem
         if data.get("stop_hook_active") is not True:
             hooks._detach(action, data)  # extraction and session-end: never on the agent's time
         return {}
-    cwd = _text(data, "cwd")
-    project = os.path.abspath(cwd) if cwd and os.path.isdir(cwd) else str(home)
     try:
-        text = prompt_text(store(project), _text(data, "prompt"), _text(data, "session_id"))
+        text = prompt_text(store(_project(data, os.getcwd())), _text(data, "prompt"),
+                           _text(data, "session_id"))
     except Exception as exc:  # the agent goes on without recall; the log says why
         hooks._log(action, f"http: {exc.__class__.__name__}: {exc}", home)
         return {}

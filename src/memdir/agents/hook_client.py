@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 __all__ = ["MARGIN", "WAITS", "answer_hook", "ask_daemon", "guess_home", "hook_options",
-           "socket_file"]
+           "peer_is_me", "socket_file"]
 
 # Seconds a hook waits for the daemon's answer to an event before running it by itself.
 WAITS = {"prompt": 0.5, "session-start": 1.5}
@@ -105,7 +105,9 @@ def _ours(directory: str) -> bool:
             and not st.st_mode & 0o077)
 
 
-def _peer_is_me(conn: _socket.socket) -> bool:
+def peer_is_me(conn: _socket.socket) -> bool:
+    """True if the process at the other end of ``conn`` runs as this user (Linux:
+    ``SO_PEERCRED``). Where the platform cannot tell, the private directory is the guard."""
     import _socket
 
     option = getattr(_socket, "SO_PEERCRED", None)
@@ -141,7 +143,7 @@ def ask_daemon(event: str, fmt: str, home: str, payload: bytes) -> bytes | None:
     try:
         conn.settimeout(wait)
         conn.connect(path)
-        if not _peer_is_me(conn):  # someone else listens there: never send the prompt
+        if not peer_is_me(conn):  # someone else listens there: never send the prompt
             return None
         conn.sendall(head + payload)
         data = b""

@@ -204,16 +204,10 @@ class Request:
 def read_request(conn: socket.socket, deadline: float) -> Request | None:
     """One HTTP/1.1 request from ``conn`` (Content-Length or chunked body), or None when it
     is malformed, too large or too slow."""
-    import time
-
     data = b""
     while b"\r\n\r\n" not in data:
-        left = deadline - time.monotonic()
-        if left <= 0 or len(data) > _MAX_HEAD:
-            return None
-        conn.settimeout(left)
-        chunk = conn.recv(65536)
-        if not chunk:
+        chunk = _receive(conn, deadline) if len(data) <= _MAX_HEAD else None
+        if chunk is None:
             return None
         data += chunk
     head, _, body = data.partition(b"\r\n\r\n")
@@ -240,14 +234,26 @@ def read_request(conn: socket.socket, deadline: float) -> Request | None:
                 return Request(parts[0], parts[1], headers, decoded)
         elif len(body) >= int(size):
             return Request(parts[0], parts[1], headers, body[:int(size)])
-        left = deadline - time.monotonic()
-        if left <= 0 or len(body) > _MAX_BODY + 4096:
-            return None
-        conn.settimeout(left)
-        chunk = conn.recv(65536)
-        if not chunk:
+        chunk = _receive(conn, deadline) if len(body) <= _MAX_BODY + 4096 else None
+        if chunk is None:
             return None
         body += chunk
+
+
+def _receive(conn: socket.socket, deadline: float) -> bytes | None:
+    """What ``conn`` sends next, before ``deadline``; None when it closed, failed or time is
+    up (a stalled or vanished client never takes the daemon down)."""
+    import time
+
+    left = deadline - time.monotonic()
+    if left <= 0:
+        return None
+    conn.settimeout(left)
+    try:
+        chunk = conn.recv(65536)
+    except OSError:  # timed out, reset
+        return None
+    return chunk or None
 
 
 def _dechunk(raw: bytes) -> tuple[bytes | None, bool]:
