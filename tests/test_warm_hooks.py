@@ -350,3 +350,15 @@ def test_install_http_then_command_hooks_then_uninstall(home: Path, repo: Path) 
     uninstall("claude-code")
     assert not (home / "daemon" / "http.json").exists()
     assert json.loads(settings.read_text())["hooks"] == {"UserPromptSubmit": [{"hooks": [mine]}]}
+
+
+def test_a_request_that_fails_never_ends_the_daemon(home: Path, repo: Path,
+                                                    daemon: subprocess.Popen[bytes]) -> None:
+    # A home with a NUL byte makes the daemon's path check raise, not answer.
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.settimeout(30)
+        conn.connect(str(socket_path(home)))
+        conn.sendall(json.dumps({"op": "ping", "home": "bad\x00home"}).encode() + b"\n")
+        conn.recv(1000)
+    assert ask(home, {"op": "ping"}) is not None and daemon.poll() is None
+    assert "a request failed: ValueError" in hooks_log(home)

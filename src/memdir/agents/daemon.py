@@ -297,6 +297,12 @@ def _bind(path: Path) -> socket.socket | None:
     return server
 
 
+def _failed(home: Path, exc: Exception) -> None:
+    from memdir.agents.hooks import _log
+
+    _log("daemon", f"a request failed: {exc.__class__.__name__}: {exc}", home)
+
+
 def _bind_tcp(home: Path, port: int) -> socket.socket | None:
     """The loopback listener of Claude Code's HTTP hooks; None (logged, with the fix) when
     the port is taken."""
@@ -366,11 +372,14 @@ def serve(home: Path, idle: float = IDLE_SECONDS) -> int:
                     continue
                 last = time.monotonic()
                 with conn:
-                    if key.fileobj is web and target is not None:
-                        http_hooks.serve_one(conn, target, lambda action, body: (
-                            daemon_hooks.http_answer(action, body, home, store)))
-                    else:
-                        _serve_one(conn, home, store)
+                    try:
+                        if key.fileobj is web and target is not None:
+                            http_hooks.serve_one(conn, target, lambda action, body: (
+                                daemon_hooks.http_answer(action, body, home, store)))
+                        else:
+                            _serve_one(conn, home, store)
+                    except Exception as exc:  # one request's failure never ends the daemon
+                        _failed(home, exc)
     finally:
         listening.close()
         server.close()
