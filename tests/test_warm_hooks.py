@@ -362,3 +362,26 @@ def test_a_request_that_fails_never_ends_the_daemon(home: Path, repo: Path,
         conn.recv(1000)
     assert ask(home, {"op": "ping"}) is not None and daemon.poll() is None
     assert "a request failed: ValueError" in hooks_log(home)
+
+
+def test_the_http_hooks_token_is_never_read_or_written_through_a_symlink(
+        home: Path, tmp_path: Path) -> None:
+    from memdir.agents.http_hooks import create, load
+    from memdir.core.errors import UnsafeFileError
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    planted = elsewhere / "http.json"
+    planted.write_text(json.dumps({"port": 4242, "token": "t" * 40}))
+    (home / "daemon").mkdir(parents=True)
+    (home / "daemon" / "http.json").symlink_to(planted)
+    assert load(home) is None  # a planted token is not taken
+    made = create(home)  # a real file replaces the link; the planted one is untouched
+    assert not (home / "daemon" / "http.json").is_symlink() and load(home) == made
+    assert json.loads(planted.read_text())["port"] == 4242
+    other = tmp_path / "other-home"
+    other.mkdir()
+    (other / "daemon").symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(UnsafeFileError):
+        create(other)
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["http.json"]

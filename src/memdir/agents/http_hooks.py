@@ -76,11 +76,17 @@ def _file(home: Path) -> Path:
 
 
 def load(home: Path) -> HttpTarget | None:
-    """The HTTP hooks' port and token for ``home``; None when not set up (or unreadable)."""
+    """The HTTP hooks' port and token for ``home``; None when not set up, or unreadable: a
+    symlink, a special file or an oversized one is not read (:mod:`memdir.core.safe_open`)."""
+    from memdir.core.errors import UnsafeFileError
+    from memdir.core.safe_open import CONFIG_FILE, read_file, real_folder
+
     try:
-        data = json.loads(_file(home).read_text(encoding="utf-8"))
+        if real_folder(home, "daemon") is None:
+            return None
+        data = json.loads(read_file(_file(home), CONFIG_FILE))
         port, token = data["port"], data["token"]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, UnsafeFileError, ValueError, KeyError, TypeError):
         return None
     if not isinstance(port, int) or not 0 < port < 65536 or not isinstance(token, str) \
             or len(token) < 32:
@@ -126,9 +132,12 @@ def create(home: Path) -> HttpTarget:
             return found
     import secrets
 
+    from memdir.core.safe_open import real_folder
+
     target = HttpTarget(_free_port(), secrets.token_urlsafe(32))
-    folder = _file(home).parent
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    home.mkdir(parents=True, exist_ok=True)
+    folder = real_folder(home, "daemon", create=True)  # never through a symlink
+    assert folder is not None
     os.chmod(folder, 0o700)
     temp = folder / f".http.json.{os.getpid()}"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_EXCL, 0o600)
