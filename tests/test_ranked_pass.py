@@ -6,6 +6,7 @@ files, the real model where the extra is installed."""
 from __future__ import annotations
 
 import random
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -59,7 +60,9 @@ def test_the_pool_of_one_pass_is_best_matches(home: Path, repo: Path, query: str
 def test_a_cut_short_pass_still_gives_every_neighbour_its_words(
         home: Path, repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("onnxruntime", reason="hybrid search needs the embed extra")
-    with Memdir(home=home, project=repo, semantic=True, sync_interval=0) as md:
+    stamp = datetime.now(UTC)  # one instant: strength, and so a score, moves with time
+    with Memdir(home=home, project=repo, semantic=True, sync_interval=0,
+                clock=lambda: stamp) as md:
         _fill(md)
         md.store("The release train leaves every second Tuesday", type="fact", date="2026-03-03")
         md.embed_memories()
